@@ -1,0 +1,60 @@
+/* Growable buffer with a hard maximum. */
+#include "buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void esbulk__buf_init(esbulk__buf_t *buf, size_t max)
+{
+    buf->data = NULL;
+    buf->len = 0;
+    buf->cap = 0;
+    buf->max = max;
+}
+
+void esbulk__buf_free(esbulk__buf_t *buf)
+{
+    free(buf->data);
+    buf->data = NULL;
+    buf->len = buf->cap = 0;
+}
+
+void esbulk__buf_reset(esbulk__buf_t *buf)
+{
+    buf->len = 0;
+    if (buf->data != NULL)
+        buf->data[0] = '\0';
+}
+
+esbulk_err_t esbulk__buf_add(esbulk__buf_t *buf, const void *data, size_t len)
+{
+    if (len > buf->max || buf->len > buf->max - len)
+        return ESBULK_ERR_TOO_LARGE;
+    if (buf->len + len + 1 > buf->cap) {
+        size_t cap = buf->cap ? buf->cap : 256;
+        char *p;
+
+        while (cap < buf->len + len + 1)
+            cap *= 2;
+        p = realloc(buf->data, cap);
+        if (p == NULL)
+            return ESBULK_ERR_NOMEM;
+        buf->data = p;
+        buf->cap = cap;
+    }
+    if (len > 0)
+        memcpy(buf->data + buf->len, data, len);
+    buf->len += len;
+    buf->data[buf->len] = '\0';
+    return ESBULK_OK;
+}
+
+esbulk_err_t esbulk__buf_addc(esbulk__buf_t *buf, char c)
+{
+    return esbulk__buf_add(buf, &c, 1);
+}
+
+esbulk_err_t esbulk__buf_adds(esbulk__buf_t *buf, const char *s)
+{
+    return esbulk__buf_add(buf, s, strlen(s));
+}

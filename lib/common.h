@@ -1,0 +1,29 @@
+/* Internal definitions shared by every module. Not installed. */
+#ifndef ESBULK_COMMON_H
+#define ESBULK_COMMON_H
+
+#include "config.h"
+
+#define ESBULK_BUILDING 1
+#include "esbulk.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ESBULK__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Writes a formatted message into errstr (may be NULL or size 0). */
+void esbulk__errstr(char *errstr, size_t errstr_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* strdup/strndup that return NULL on allocation failure (no abort). */
+char *esbulk__strdup(const char *s);
+char *esbulk__strndup(const char *s, size_t len);
+
+/* Monotonic clock in milliseconds. */
+int64_t esbulk__now_ms(void);
+
+#endif

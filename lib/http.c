@@ -1,0 +1,334 @@
+/* HTTP plumbing over libcurl. */
+#include "http.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void esbulk__urls_free(esbulk__url_t *urls, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        free(urls[i].base);
+    free(urls);
+}
+
+/* Parses one URL with libcurl's parser into "scheme://host:port[/path]". */
+static esbulk_err_t parse_one(const char *text, size_t len, esbulk__url_t *out, char **username,
+                              char **password, char *errstr, size_t errstr_size)
+{
+    char *s = esbulk__strndup(text, len), *scheme = NULL, *host = NULL, *port = NULL;
+    char *path = NULL, *user = NULL, *pass = NULL;
+    esbulk_err_t err = ESBULK_ERR_NOMEM;
+    esbulk__buf_t b;
+    CURLU *u = NULL;
+    size_t plen;
+
+    esbulk__buf_init(&b, 4096);
+    if (s == NULL || (u = curl_url()) == NULL)
+        goto out;
+    /* "host:port" means http, not libcurl's default of https */
+    if (strstr(s, "://") == NULL) {
+        char *with = malloc(len + 8);
+        if (with == NULL)
+            goto out;
+        snprintf(with, len + 8, "http://%s", s);
+        free(s);
+        s = with;
+    }
+    if (curl_url_set(u, CURLUPART_URL, s, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+        /* The text may hold credentials: do not echo it. */
+        esbulk__errstr(errstr, errstr_size, "invalid URL in \"urls\" (expected http[s]://host[:port])");
+        err = ESBULK_ERR_BAD_VALUE;
+        goto out;
+    }
+    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    curl_url_get(u, CURLUPART_PATH, &path, 0);
+    curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE);
+    curl_url_get(u, CURLUPART_PASSWORD, &pass, CURLU_URLDECODE);
+    if (esbulk__buf_adds(&b, scheme) || esbulk__buf_adds(&b, "://") ||
+        esbulk__buf_adds(&b, host) || esbulk__buf_addc(&b, ':') ||
+        esbulk__buf_adds(&b, port ? port : "9200"))
+        goto out;
+    if (path != NULL) {
+        plen = strlen(path);
+        while (plen > 0 && path[plen - 1] == '/')
+            plen--;
+        if (plen > 0 && esbulk__buf_add(&b, path, plen))
+            goto out;
+    }
+    if (user != NULL && *username == NULL) {
+        if ((*username = esbulk__strdup(user)) == NULL)
+            goto out;
+        if (pass != NULL && (*password = esbulk__strdup(pass)) == NULL)
+            goto out;
+    }
+    out->base = b.data;
+    b.data = NULL;
+    err = ESBULK_OK;
+out:
+    if (pass != NULL)
+        memset(pass, 0, strlen(pass));
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(user);
+    curl_free(pass);
+    if (u != NULL)
+        curl_url_cleanup(u);
+    esbulk__buf_free(&b);
+    free(s);
+    if (err == ESBULK_ERR_NOMEM)
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+    return err;
+}
+
+esbulk_err_t esbulk__urls_parse(const char *list, esbulk__url_t **urls, int *n, char **username,
+                                char **password, char *errstr, size_t errstr_size)
+{
+    esbulk__url_t *arr = NULL;
+    const char *p = list;
+    int count = 0;
+    esbulk_err_t err;
+
+    pthread_once(&global_once, global_init);
+    *urls = NULL;
+    *n = 0;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *q = p;
+        esbulk__url_t *grown;
+
+        while (len > 0 && (*q == ' ' || *q == '\t')) {
+            q++;
+            len--;
+        }
+        while (len > 0 && (q[len - 1] == ' ' || q[len - 1] == '\t'))
+            len--;
+        if (len > 0) {
+            grown = realloc(arr, sizeof(*arr) * (size_t)(count + 1));
+            if (grown == NULL) {
+                esbulk__urls_free(arr, count);
+                esbulk__errstr(errstr, errstr_size, "out of memory");
+                return ESBULK_ERR_NOMEM;
+            }
+            arr = grown;
+            err = parse_one(q, len, &arr[count], username, password, errstr, errstr_size);
+            if (err != ESBULK_OK) {
+                esbulk__urls_free(arr, count);
+                return err;
+            }
+            count++;
+        }
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    if (count == 0) {
+        free(arr);
+        esbulk__errstr(errstr, errstr_size, "\"urls\" is empty: give at least one http[s]:// URL");
+        return ESBULK_ERR_BAD_VALUE;
+    }
+    *urls = arr;
+    *n = count;
+    return ESBULK_OK;
+}
+
+void esbulk__http_opts_free(esbulk__http_opts_t *opts)
+{
+    char **secrets[] = {&opts->password, &opts->api_key, &opts->bearer, &opts->key_password};
+    size_t i;
+
+    for (i = 0; i < ESBULK__ARRAY_LEN(secrets); i++)
+        if (*secrets[i] != NULL)
+            memset(*secrets[i], 0, strlen(*secrets[i]));
+    free(opts->username);
+    free(opts->password);
+    free(opts->api_key);
+    free(opts->bearer);
+    free(opts->ca_file);
+    free(opts->ca_path);
+    free(opts->cert_file);
+    free(opts->key_file);
+    free(opts->key_password);
+    memset(opts, 0, sizeof(*opts));
+}
+
+esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf_t *conf,
+                                    const char *url_user, const char *url_pass)
+{
+    const char *user = esbulk__conf_str(conf, ESBULK__C_AUTH_USERNAME);
+    const char *pass = esbulk__conf_str(conf, ESBULK__C_AUTH_PASSWORD);
+
+    pthread_once(&global_once, global_init);
+    memset(opts, 0, sizeof(*opts));
+    if (*user == '\0' && url_user != NULL) {
+        user = url_user;
+        pass = url_pass ? url_pass : "";
+    }
+#define COPY(field, value)                                        \
+    do {                                                          \
+        const char *v_ = (value);                                 \
+        if (v_ != NULL && *v_ != '\0' && !(opts->field = esbulk__strdup(v_))) \
+            goto nomem;                                           \
+    } while (0)
+    COPY(username, user);
+    if (opts->username != NULL && (opts->password = esbulk__strdup(pass ? pass : "")) == NULL)
+        goto nomem;
+    COPY(api_key, esbulk__conf_str(conf, ESBULK__C_AUTH_API_KEY));
+    COPY(bearer, esbulk__conf_str(conf, ESBULK__C_AUTH_BEARER));
+    COPY(ca_file, esbulk__conf_str(conf, ESBULK__C_TLS_CA_FILE));
+    COPY(ca_path, esbulk__conf_str(conf, ESBULK__C_TLS_CA_PATH));
+    COPY(cert_file, esbulk__conf_str(conf, ESBULK__C_TLS_CERT_FILE));
+    COPY(key_file, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_FILE));
+    COPY(key_password, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_PASSWORD));
+#undef COPY
+    opts->insecure = (int)esbulk__conf_int(conf, ESBULK__C_TLS_INSECURE);
+    opts->connect_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_CONNECT_TIMEOUT_MS);
+    opts->request_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS);
+    opts->response_max_bytes = (size_t)esbulk__conf_int(conf, ESBULK__C_RESPONSE_MAX_BYTES);
+    return ESBULK_OK;
+nomem:
+    esbulk__http_opts_free(opts);
+    return ESBULK_ERR_NOMEM;
+}
+
+static esbulk_err_t add_header(struct curl_slist **headers, const char *prefix, const char *value)
+{
+    size_t n = strlen(prefix) + strlen(value) + 1;
+    char *line = malloc(n);
+    struct curl_slist *l;
+
+    if (line == NULL)
+        return ESBULK_ERR_NOMEM;
+    snprintf(line, n, "%s%s", prefix, value);
+    l = curl_slist_append(*headers, line);
+    memset(line, 0, n);
+    free(line);
+    if (l == NULL)
+        return ESBULK_ERR_NOMEM;
+    *headers = l;
+    return ESBULK_OK;
+}
+
+esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
+                                struct curl_slist **headers)
+{
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, opts->connect_timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (opts->username != NULL) {
+        curl_easy_setopt(easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(easy, CURLOPT_USERNAME, opts->username);
+        curl_easy_setopt(easy, CURLOPT_PASSWORD, opts->password);
+    }
+    if (opts->api_key != NULL && add_header(headers, "Authorization: ApiKey ", opts->api_key))
+        return ESBULK_ERR_NOMEM;
+    if (opts->bearer != NULL && add_header(headers, "Authorization: Bearer ", opts->bearer))
+        return ESBULK_ERR_NOMEM;
+    if (opts->ca_file != NULL)
+        curl_easy_setopt(easy, CURLOPT_CAINFO, opts->ca_file);
+    if (opts->ca_path != NULL)
+        curl_easy_setopt(easy, CURLOPT_CAPATH, opts->ca_path);
+    if (opts->cert_file != NULL)
+        curl_easy_setopt(easy, CURLOPT_SSLCERT, opts->cert_file);
+    if (opts->key_file != NULL)
+        curl_easy_setopt(easy, CURLOPT_SSLKEY, opts->key_file);
+    if (opts->key_password != NULL)
+        curl_easy_setopt(easy, CURLOPT_KEYPASSWD, opts->key_password);
+    if (opts->insecure) {
+        curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    return ESBULK_OK;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    esbulk__buf_t *buf = userdata;
+
+    if (esbulk__buf_add(buf, data, size * nmemb) != ESBULK_OK)
+        return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+    return size * nmemb;
+}
+
+esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *method,
+                                  const char *url, const char *content_type, const char *body,
+                                  size_t body_len, long timeout_ms, long *status,
+                                  esbulk__buf_t *response, char *errstr, size_t errstr_size)
+{
+    struct curl_slist *headers = NULL;
+    char curl_err[CURL_ERROR_SIZE] = "";
+    esbulk_err_t err = ESBULK_OK;
+    CURLcode rc;
+    CURL *easy;
+
+    *status = 0;
+    esbulk__buf_reset(response);
+    response->max = opts->response_max_bytes;
+    easy = curl_easy_init();
+    if (easy == NULL) {
+        esbulk__errstr(errstr, errstr_size, "out of memory (curl_easy_init)");
+        return ESBULK_ERR_NOMEM;
+    }
+    if (esbulk__http_apply(easy, opts, &headers) != ESBULK_OK ||
+        (content_type != NULL && add_header(&headers, "Content-Type: ", content_type))) {
+        err = ESBULK_ERR_NOMEM;
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+        goto out;
+    }
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
+    if (body != NULL) {
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    } else if (strcmp(method, "GET") == 0) {
+        curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    }
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : opts->request_timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, response);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, curl_err);
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    rc = curl_easy_perform(easy);
+    if (rc == CURLE_WRITE_ERROR) {
+        esbulk__errstr(errstr, errstr_size, "response from %s larger than response.max.bytes (%zu)",
+                       url, opts->response_max_bytes);
+        err = ESBULK_ERR_TOO_LARGE;
+    } else if (rc != CURLE_OK) {
+        esbulk__errstr(errstr, errstr_size, "%s %s: %s", method, url,
+                       curl_err[0] ? curl_err : curl_easy_strerror(rc));
+        err = ESBULK_ERR_TRANSPORT;
+    } else {
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
+    }
+out:
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(easy);
+    return err;
+}
+
+char *esbulk__url_escape(const char *s)
+{
+    char *e = curl_easy_escape(NULL, s, 0), *copy;
+
+    if (e == NULL)
+        return NULL;
+    copy = esbulk__strdup(e);
+    curl_free(e);
+    return copy;
+}

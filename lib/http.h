@@ -1,0 +1,56 @@
+/* HTTP plumbing shared by the topology (blocking requests) and, later, the
+ * bulk transport: applying auth/TLS/timeouts to a curl handle, and parsing
+ * seed URLs. The only modules that include curl.h are http and transport. */
+#ifndef ESBULK_HTTP_H
+#define ESBULK_HTTP_H
+
+#include "buf.h"
+#include "conf.h"
+
+#include <curl/curl.h>
+
+/* A seed or node address: "scheme://host:port" plus an optional path prefix,
+ * without credentials. */
+typedef struct {
+    char *base; /* e.g. "http://127.0.0.1:9200" or "https://h:443/es" */
+} esbulk__url_t;
+
+/* Splits conf "urls" (comma-separated) into *urls (count in *n). Credentials
+ * in a URL (user:pass@) are moved into *username / *password (malloc'ed, may
+ * stay NULL) so that no URL kept or logged carries them. */
+esbulk_err_t esbulk__urls_parse(const char *list, esbulk__url_t **urls, int *n, char **username,
+                                char **password, char *errstr, size_t errstr_size);
+void esbulk__urls_free(esbulk__url_t *urls, int n);
+
+/* Credentials and TLS settings, owned copies. */
+typedef struct {
+    char *username, *password, *api_key, *bearer;
+    char *ca_file, *ca_path, *cert_file, *key_file, *key_password;
+    int insecure;
+    long connect_timeout_ms, request_timeout_ms;
+    size_t response_max_bytes;
+} esbulk__http_opts_t;
+
+/* Fills opts from conf; url_user/url_pass (from esbulk__urls_parse) are used
+ * when auth.username is not set. */
+esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf_t *conf,
+                                    const char *url_user, const char *url_pass);
+void esbulk__http_opts_free(esbulk__http_opts_t *opts);
+
+/* Applies opts to easy; appends auth headers to *headers. */
+esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
+                                struct curl_slist **headers);
+
+/* A blocking request (method "GET", "PUT", "POST", "DELETE"; body may be
+ * NULL). *status gets the HTTP status. Transport failures return
+ * ESBULK_ERR_TRANSPORT with curl's message in errstr; an answer larger than
+ * response_max_bytes returns ESBULK_ERR_TOO_LARGE. */
+esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *method,
+                                  const char *url, const char *content_type, const char *body,
+                                  size_t body_len, long timeout_ms, long *status,
+                                  esbulk__buf_t *response, char *errstr, size_t errstr_size);
+
+/* Percent-encodes s for a URL path segment into a malloc'ed string. */
+char *esbulk__url_escape(const char *s);
+
+#endif

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what libesbulk's build and tests need on a Debian machine.
+# Idempotent and quiet when everything is present.
+#
+#   scripts/install-deps.sh [build|test|all]   (default: all)
+#
+#   build: compilers, autotools, pkg-config and the -dev packages
+#   test:  build + valgrind, Java and Maven for the test clusters (the cluster
+#          scripts fetch their Maven artifacts themselves)
+set -euo pipefail
+
+what=${1:-all}
+build_pkgs=(gcc clang make autoconf automake libtool pkg-config
+            libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev check)
+test_pkgs=(valgrind curl python3 openjdk-17-jdk-headless maven)
+
+case "$what" in
+build) pkgs=("${build_pkgs[@]}") ;;
+test | all) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+*) echo "usage: $0 [build|test|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+    # Accept a tool that is already on PATH under its own name (java, mvn
+    # installed outside Debian's packages, for example).
+    case "$p" in
+    openjdk-17-jdk-headless) command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && continue ;;
+    maven) command -v mvn >/dev/null 2>&1 && continue ;;
+    esac
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "libesbulk: missing packages: ${missing[*]}" >&2
+    echo "run: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "libesbulk: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,106 @@
+/* Configuration: defaults, typed validation, errors, secrets, dup. */
+#include "conf.h"
+
+#include <check.h>
+#include <string.h>
+
+START_TEST(test_defaults_and_set)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char buf[256], errstr[256];
+    size_t len;
+
+    ck_assert_ptr_nonnull(conf);
+    ck_assert_int_eq(esbulk_conf_get(conf, "request.timeout.ms", buf, sizeof(buf), &len), ESBULK_OK);
+    ck_assert_str_eq(buf, "30000");
+    ck_assert_int_eq(len, 5);
+    ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", "1500", errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS), 1500);
+    ck_assert_int_eq(esbulk_conf_set(conf, "tls.insecure", "yes", errstr, sizeof(errstr)), ESBULK_OK);
+    ck_assert_int_eq(esbulk__conf_int(conf, ESBULK__C_TLS_INSECURE), 1);
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://a:1,http://b:2", errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    ck_assert_str_eq(esbulk__conf_str(conf, ESBULK__C_URLS), "http://a:1,http://b:2");
+    esbulk_conf_destroy(conf);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char buf[4], errstr[256];
+    size_t len = 0;
+
+    ck_assert_int_eq(esbulk_conf_set(conf, "no.such.key", "1", errstr, sizeof(errstr)),
+                     ESBULK_ERR_UNKNOWN_KEY);
+    ck_assert_ptr_nonnull(strstr(errstr, "no.such.key"));
+    ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", "abc", errstr, sizeof(errstr)),
+                     ESBULK_ERR_BAD_VALUE);
+    ck_assert_ptr_nonnull(strstr(errstr, "integer"));
+    ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", "0", errstr, sizeof(errstr)),
+                     ESBULK_ERR_BAD_VALUE);
+    ck_assert_ptr_nonnull(strstr(errstr, "out of range"));
+    ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", "12x", errstr, sizeof(errstr)),
+                     ESBULK_ERR_BAD_VALUE);
+    ck_assert_int_eq(esbulk_conf_set(conf, "tls.insecure", "maybe", errstr, sizeof(errstr)),
+                     ESBULK_ERR_BAD_VALUE);
+    ck_assert_int_eq(esbulk_conf_set(conf, NULL, "1", errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    /* the value is unchanged after an error */
+    ck_assert_int_eq(esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS), 30000);
+    /* errstr of size 0 is fine */
+    ck_assert_int_eq(esbulk_conf_set(conf, "nope", "1", NULL, 0), ESBULK_ERR_UNKNOWN_KEY);
+    /* a too-small destination says how much is needed */
+    ck_assert_int_eq(esbulk_conf_get(conf, "request.timeout.ms", buf, sizeof(buf), &len),
+                     ESBULK_ERR_TOO_LARGE);
+    ck_assert_int_eq(len, 5);
+    ck_assert_int_eq(esbulk_conf_get(conf, "nope", buf, sizeof(buf), &len), ESBULK_ERR_UNKNOWN_KEY);
+    esbulk_conf_destroy(conf);
+}
+END_TEST
+
+START_TEST(test_secrets_redacted_and_dup)
+{
+    esbulk_conf_t *conf = esbulk_conf_new(), *dup;
+    char buf[64];
+
+    ck_assert_int_eq(esbulk_conf_get(conf, "auth.password", buf, sizeof(buf), NULL), ESBULK_OK);
+    ck_assert_str_eq(buf, "");
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.password", "hunter2", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_get(conf, "auth.password", buf, sizeof(buf), NULL), ESBULK_OK);
+    ck_assert_str_eq(buf, "[redacted]");
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.api_key", "k", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_get(conf, "auth.api_key", buf, sizeof(buf), NULL), ESBULK_OK);
+    ck_assert_str_eq(buf, "[redacted]");
+    esbulk_conf_set(conf, "log.level", "7", NULL, 0);
+    esbulk_conf_set_opaque(conf, buf);
+    dup = esbulk_conf_dup(conf);
+    ck_assert_ptr_nonnull(dup);
+    ck_assert_str_eq(esbulk__conf_str(dup, ESBULK__C_AUTH_PASSWORD), "hunter2");
+    ck_assert_int_eq(esbulk__conf_int(dup, ESBULK__C_LOG_LEVEL), 7);
+    ck_assert_ptr_eq(dup->opaque, buf);
+    esbulk_conf_set(conf, "log.level", "3", NULL, 0);
+    ck_assert_int_eq(esbulk__conf_int(dup, ESBULK__C_LOG_LEVEL), 7); /* deep copy */
+    esbulk_conf_destroy(conf);
+    esbulk_conf_destroy(dup);
+    esbulk_conf_destroy(NULL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("conf");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_defaults_and_set);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_secrets_redacted_and_dup);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,164 @@
+/* Murmur3 over UTF-16 code units: the server's published vectors, vectors
+ * computed by the server's own class (tests/data/murmur3_vectors.tsv), and
+ * strict UTF-8 decoding. */
+#include "murmur3.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int32_t h(const char *s)
+{
+    int32_t v = 0;
+    ck_assert_int_eq(esbulk_route_hash(s, strlen(s), &v), ESBULK_OK);
+    return v;
+}
+
+/* Elasticsearch's Murmur3HashFunctionTests.testKnownValues. */
+START_TEST(test_published_vectors)
+{
+    ck_assert_int_eq(h("hell"), esbulk__u32_to_i32(0x5a0cb7c3u));
+    ck_assert_int_eq(h("hello"), esbulk__u32_to_i32(0xd7c31989u));
+    ck_assert_int_eq(h("hello w"), esbulk__u32_to_i32(0x22ab2984u));
+    ck_assert_int_eq(h("hello wo"), esbulk__u32_to_i32(0xdf0ca123u));
+    ck_assert_int_eq(h("hello wor"), esbulk__u32_to_i32(0xe7744d61u));
+    ck_assert_int_eq(h("The quick brown fox jumps over the lazy dog"),
+                     esbulk__u32_to_i32(0xe07db09cu));
+    ck_assert_int_eq(h("The quick brown fox jumps over the lazy cog"),
+                     esbulk__u32_to_i32(0x4e63d2adu));
+}
+END_TEST
+
+START_TEST(test_negative_hash_is_signed)
+{
+    /* 0xd7c31989 has the top bit set: the result is a negative int32. */
+    ck_assert_int_lt(h("hello"), 0);
+    ck_assert_int_eq(h("hello"), -675079799);
+}
+END_TEST
+
+START_TEST(test_u32_to_i32)
+{
+    ck_assert_int_eq(esbulk__u32_to_i32(0), 0);
+    ck_assert_int_eq(esbulk__u32_to_i32(0x7fffffffu), INT32_MAX);
+    ck_assert_int_eq(esbulk__u32_to_i32(0x80000000u), INT32_MIN);
+    ck_assert_int_eq(esbulk__u32_to_i32(0xffffffffu), -1);
+}
+END_TEST
+
+/* Vectors computed by the server's own Murmur3HashFunction.hash(String):
+ * tests/data/murmur3_vectors.tsv, "hash<TAB>hex of the UTF-8 string". */
+START_TEST(test_server_vectors)
+{
+    char path[4096], line[8192];
+    FILE *f;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/tests/data/murmur3_vectors.tsv",
+             getenv("top_srcdir") ? getenv("top_srcdir") : ".");
+    f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    while (fgets(line, sizeof(line), f)) {
+        char *tab = strchr(line, '\t'), bytes[4096];
+        size_t len = 0, i;
+        long expect;
+        int32_t got;
+
+        if (line[0] == '#' || tab == NULL)
+            continue;
+        expect = strtol(line, NULL, 10);
+        for (i = 1; tab[i] && tab[i] != '\n' && tab[i + 1]; i += 2) {
+            unsigned v;
+            ck_assert(sscanf(tab + i, "%2x", &v) == 1);
+            bytes[len++] = (char)v;
+        }
+        ck_assert_int_eq(esbulk_route_hash(bytes, len, &got), ESBULK_OK);
+        ck_assert_msg(got == expect, "vector %d (%s): got %d, want %ld", n, tab + 1, got, expect);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_ge(n, 50);
+}
+END_TEST
+
+START_TEST(test_empty)
+{
+    int32_t v = 1;
+    ck_assert_int_eq(esbulk_route_hash("", 0, &v), ESBULK_OK);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(esbulk_route_hash(NULL, 0, &v), ESBULK_OK);
+    ck_assert_int_eq(esbulk_route_hash(NULL, 3, &v), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_route_hash("a", 1, NULL), ESBULK_ERR_INVALID_ARG);
+}
+END_TEST
+
+START_TEST(test_invalid_utf8)
+{
+    static const char *bad[] = {
+        "\x80",             /* lone continuation byte */
+        "\xc0\xaf",         /* overlong '/' */
+        "\xc1\xbf",         /* overlong */
+        "\xe0\x80\xaf",     /* overlong 3-byte */
+        "\xf0\x80\x80\xaf", /* overlong 4-byte */
+        "\xed\xa0\x80",     /* encoded surrogate U+D800 */
+        "\xed\xbf\xbf",     /* encoded surrogate U+DFFF */
+        "\xf4\x90\x80\x80", /* U+110000 */
+        "\xf5\x80\x80\x80", /* lead byte > F4 */
+        "\xff",
+        "abc\xe4\xb8",      /* truncated 3-byte at the end */
+        "\xe4\xb8x",        /* bad continuation */
+        "\xf0\x9f\x98",     /* truncated 4-byte */
+    };
+    size_t i;
+    int32_t v;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(esbulk_route_hash(bad[i], strlen(bad[i]), &v) == ESBULK_ERR_INVALID_UTF8,
+                      "case %zu accepted", i);
+        ck_assert(!esbulk__utf8_valid(bad[i], strlen(bad[i])));
+    }
+    /* Boundaries that are valid. */
+    ck_assert(esbulk__utf8_valid("\xc2\x80", 2));
+    ck_assert(esbulk__utf8_valid("\xed\x9f\xbf", 3));     /* U+D7FF */
+    ck_assert(esbulk__utf8_valid("\xee\x80\x80", 3));     /* U+E000 */
+    ck_assert(esbulk__utf8_valid("\xf4\x8f\xbf\xbf", 4)); /* U+10FFFF */
+    ck_assert(esbulk__utf8_valid("a\0b", 3));             /* NUL is a character */
+}
+END_TEST
+
+START_TEST(test_long_id)
+{
+    char id[513];
+    int32_t a, b;
+
+    memset(id, 'x', 512);
+    id[512] = '\0';
+    ck_assert_int_eq(esbulk_route_hash(id, 512, &a), ESBULK_OK);
+    id[511] = 'y';
+    ck_assert_int_eq(esbulk_route_hash(id, 512, &b), ESBULK_OK);
+    ck_assert_int_ne(a, b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("murmur3");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_published_vectors);
+    tcase_add_test(tc, test_negative_hash_is_signed);
+    tcase_add_test(tc, test_u32_to_i32);
+    tcase_add_test(tc, test_server_vectors);
+    tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_invalid_utf8);
+    tcase_add_test(tc, test_long_id);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

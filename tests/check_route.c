@@ -1,0 +1,295 @@
+/* The shard functions: Elasticsearch's IndexRoutingTests vectors, the
+ * default routing_num_shards rule, partitions, the 9.4 mod function, and
+ * vectors computed by the server's own OperationRouting
+ * (tests/data/route_vectors.tsv). */
+#include "route.h"
+#include "murmur3.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int32_t shard_of(int32_t shards, int32_t routing_shards, int32_t partition,
+                        esbulk_route_fn_t fn, const char *id, const char *routing)
+{
+    esbulk_layout_t *l = esbulk_layout_new();
+    int32_t s = -1;
+
+    ck_assert_ptr_nonnull(l);
+    ck_assert_int_eq(esbulk_layout_set_shards(l, shards), ESBULK_OK);
+    ck_assert_int_eq(esbulk_layout_set_routing_shards(l, routing_shards), ESBULK_OK);
+    ck_assert_int_eq(esbulk_layout_set_partition_size(l, partition), ESBULK_OK);
+    ck_assert_int_eq(esbulk_layout_set_function(l, fn), ESBULK_OK);
+    ck_assert_int_eq(esbulk_layout_shard(l, id, id ? strlen(id) : 0, routing,
+                                         routing ? strlen(routing) : 0, &s),
+                     ESBULK_OK);
+    esbulk_layout_destroy(l);
+    return s;
+}
+
+/* IndexRoutingTests.testBWC: 8 shards; each term is used either as the _id
+ * or as the routing. The test builds IndexMetadata directly, whose builder
+ * defaults routing_num_shards to the shard count (the 7+ default rule lives
+ * in index creation), so routing_shards = 8 here. */
+START_TEST(test_bwc_terms)
+{
+    static const struct { const char *term; int shard; } v[] = {
+        {"sEERfFzPSI", 1}, {"cNRiIrjzYd", 7}, {"BgfLBXUyWT", 5}, {"cnepjZhQnb", 3},
+        {"OKCmuYkeCK", 6}, {"OutXGRQUja", 5}, {"yCdyocKWou", 1}, {"KXuNWWNgVj", 2},
+        {"DGJOYrpESx", 4}, {"upLDybdTGs", 5}, {"yhZhzCPQby", 1}, {"EyCVeiCouA", 1},
+        {"tFyVdQauWR", 6}, {"nyeRYDnDQr", 6}, {"hswhrppvDH", 0}, {"BSiWvDOsNE", 5},
+        {"YHicpFBSaY", 1}, {"EquPtdKaBZ", 4}, {"rSjLZHCDfT", 5}, {"qoZALVcite", 7},
+        {"yDCCPVBiCm", 7}, {"ngizYtQgGK", 5}, {"FYQRIBcNqz", 0}, {"EBzEDAPODe", 2},
+        {"YePigbXgKb", 1}, {"PeGJjomyik", 3}, {"cyQIvDmyYD", 7}, {"yIEfZrYfRk", 5},
+        {"kblouyFUbu", 7}, {"xvIGbRiGJF", 3}, {"KWimwsREPf", 4}, {"wsNavvIcdk", 7},
+        {"xkWaPcCmpT", 0}, {"FKKTOnJMDy", 7}, {"RuLzobYixn", 2}, {"mFohLeFRvF", 4},
+        {"aAMXnamRJg", 7}, {"zKBMYJDmBI", 0}, {"ElSVuJQQuw", 7}, {"pezPtTQAAm", 7},
+        {"zBjjNEjAex", 2}, {"PGgHcLNPYX", 7}, {"hOkpeQqTDF", 3}, {"chZXraUPBH", 7},
+        {"FAIcSmmNXq", 5}, {"EZmDicyayC", 0}, {"GRIueBeIyL", 7}, {"qCChjGZYLp", 3},
+        {"IsSZQwwnUT", 3}, {"MGlxLFyyCK", 3}, {"YmscwrKSpB", 0}, {"czSljcjMop", 5},
+        {"XhfGWwNlng", 1}, {"cWpKJjlzgj", 7}, {"eDzIfMKbvk", 1}, {"WFFWYBfnTb", 0},
+        {"oDdHJxGxja", 7}, {"PDOQQqgIKE", 1}, {"bGEIEBLATe", 6}, {"xpRkJPWVpu", 2},
+        {"kTwZnPEeIi", 2}, {"DifcuqSsKk", 1}, {"CEmLmljpXe", 5}, {"cuNKtLtyJQ", 7},
+        {"yNjiAnxAmt", 5}, {"bVDJDCeaFm", 2}, {"vdnUhGLFtl", 0}, {"LnqSYezXbr", 5},
+        {"EzHgydDCSR", 3}, {"ZSKjhJlcpn", 1}, {"WRjUoZwtUz", 3}, {"RiBbcCdIgk", 4},
+        {"yizTqyjuDn", 4}, {"QnFjcpcZUT", 4}, {"agYhXYUUpl", 7}, {"UOjiTugjNC", 7},
+        {"nICGuWTdfV", 0}, {"NrnSmcnUVF", 2}, {"ZSzFcbpDqP", 3}, {"YOhahLSzzE", 5},
+        {"iWswCilUaT", 1}, {"zXAamKsRwj", 2}, {"aqGsrUPHFq", 5}, {"eDItImYWTS", 1},
+        {"JAYDZMRcpW", 4}, {"lmvAaEPflK", 7}, {"IKuOwPjKCx", 5}, {"schsINzlYB", 1},
+        {"OqbFNxrKrF", 2}, {"QrklDfvEJU", 6}, {"VLxKRKdLbx", 4}, {"imoydNTZhV", 1},
+        {"uFZyTyOMRO", 4}, {"nVAZVMPNNx", 3}, {"rPIdESYaAO", 5}, {"nbZWPWJsIM", 0},
+        {"wRZXPSoEgd", 3}, {"nGzpgwsSBc", 4}, {"AITyyoyLLs", 4},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        ck_assert_msg(shard_of(8, 8, 1, ESBULK_ROUTE_LEGACY, v[i].term, NULL) == v[i].shard,
+                      "id %s", v[i].term);
+        ck_assert_msg(shard_of(8, 8, 1, ESBULK_ROUTE_LEGACY, "abcde", v[i].term) == v[i].shard,
+                      "routing %s", v[i].term);
+    }
+}
+END_TEST
+
+/* IndexRoutingTests.testPartitionedIndexShrunk: 4 shards, routing shards 8,
+ * partition size 3. */
+START_TEST(test_partitioned_shrunk)
+{
+    static const struct { const char *routing, *id; int shard; } v[] = {
+        {"a", "a_0", 1}, {"a", "a_1", 2}, {"a", "a_2", 2}, {"a", "a_3", 2}, {"a", "a_4", 1},
+        {"a", "a_5", 2}, {"b", "b_0", 0}, {"b", "b_1", 0}, {"b", "b_2", 0}, {"b", "b_3", 0},
+        {"b", "b_4", 3}, {"b", "b_5", 3}, {"c", "c_0", 1}, {"c", "c_1", 1}, {"c", "c_2", 0},
+        {"c", "c_3", 0}, {"c", "c_4", 0}, {"c", "c_5", 1}, {"d", "d_0", 2}, {"d", "d_1", 2},
+        {"d", "d_2", 3}, {"d", "d_3", 3}, {"d", "d_4", 3}, {"d", "d_5", 3},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        ck_assert_msg(shard_of(4, 8, 3, ESBULK_ROUTE_LEGACY, v[i].id, v[i].routing) == v[i].shard,
+                      "%s/%s", v[i].routing, v[i].id);
+}
+END_TEST
+
+/* IndexRoutingTests.testPartitionedIndexBWC: 6 shards, partition size 2,
+ * routing_num_shards 6 (the IndexMetadata builder's default, as above). */
+START_TEST(test_partitioned_bwc)
+{
+    static const struct { const char *routing, *id; int shard; } v[] = {
+        {"a", "a_0", 3}, {"a", "a_1", 2}, {"a", "a_2", 2}, {"a", "a_3", 3},
+        {"b", "b_0", 5}, {"b", "b_1", 0}, {"b", "b_2", 0}, {"b", "b_3", 0},
+        {"c", "c_0", 4}, {"c", "c_1", 4}, {"c", "c_2", 3}, {"c", "c_3", 4},
+        {"d", "d_0", 3}, {"d", "d_1", 4}, {"d", "d_2", 4}, {"d", "d_3", 4},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        ck_assert_msg(shard_of(6, 6, 2, ESBULK_ROUTE_LEGACY, v[i].id, v[i].routing) == v[i].shard,
+                      "%s/%s", v[i].routing, v[i].id);
+}
+END_TEST
+
+START_TEST(test_default_routing_shards)
+{
+    ck_assert_int_eq(esbulk_default_routing_shards(1), 1024);
+    ck_assert_int_eq(esbulk_default_routing_shards(2), 1024);
+    ck_assert_int_eq(esbulk_default_routing_shards(3), 768);
+    ck_assert_int_eq(esbulk_default_routing_shards(5), 640);
+    ck_assert_int_eq(esbulk_default_routing_shards(6), 768);
+    ck_assert_int_eq(esbulk_default_routing_shards(7), 896);
+    ck_assert_int_eq(esbulk_default_routing_shards(8), 1024);
+    ck_assert_int_eq(esbulk_default_routing_shards(12), 768);
+    ck_assert_int_eq(esbulk_default_routing_shards(30), 960);
+    ck_assert_int_eq(esbulk_default_routing_shards(512), 1024);  /* shift floor of 1 */
+    ck_assert_int_eq(esbulk_default_routing_shards(1024), 2048);
+    ck_assert_int_eq(esbulk_default_routing_shards(0), 0);
+    ck_assert_int_eq(esbulk_default_routing_shards(-3), 0);
+}
+END_TEST
+
+/* The mod function ignores routing_num_shards: floorMod(hash, shards). */
+START_TEST(test_mod_function)
+{
+    int32_t hash;
+    int n;
+
+    /* "hello" hashes negative: floorMod must give a non-negative shard. */
+    ck_assert_int_eq(esbulk_route_hash("hello", 5, &hash), ESBULK_OK);
+    for (n = 1; n <= 30; n++) {
+        int32_t want = ((hash % n) + n) % n;
+        ck_assert_int_eq(shard_of(n, 0, 1, ESBULK_ROUTE_MOD, "hello", NULL), want);
+        ck_assert_int_eq(shard_of(n, 0, 1, ESBULK_ROUTE_MOD, "x", "hello"), want);
+    }
+    /* Differs from the legacy function for some ids (6 shards, 768). */
+    {
+        int diff = 0;
+        char id[16];
+        for (n = 0; n < 100; n++) {
+            snprintf(id, sizeof(id), "id%d", n);
+            diff += shard_of(6, 0, 1, ESBULK_ROUTE_MOD, id, NULL) !=
+                    shard_of(6, 0, 1, ESBULK_ROUTE_LEGACY, id, NULL);
+        }
+        ck_assert_int_gt(diff, 0);
+    }
+}
+END_TEST
+
+/* hash(routing) + offset wraps around like Java int addition. */
+START_TEST(test_partition_overflow)
+{
+    /* "r8868765" hashes to INT32_MAX - 44 (found by search, checked here):
+     * with 100 partitions, offsets above 44 make the sum wrap negative. */
+    static const char routing[] = "r8868765";
+    esbulk_layout_t *l = esbulk_layout_new();
+    int32_t hash, s, i, wrapped = 0;
+
+    ck_assert_int_eq(esbulk_route_hash(routing, strlen(routing), &hash), ESBULK_OK);
+    ck_assert_int_eq(hash, INT32_MAX - 44);
+    esbulk_layout_set_shards(l, 128);
+    esbulk_layout_set_partition_size(l, 100);
+    for (i = 0; i < 500; i++) {
+        char id[16];
+        int32_t id_hash, off, sum, rs = 1024;
+
+        snprintf(id, sizeof(id), "id%d", i);
+        esbulk_route_hash(id, strlen(id), &id_hash);
+        off = ((id_hash % 100) + 100) % 100;
+        sum = esbulk__u32_to_i32((uint32_t)hash + (uint32_t)off);
+        wrapped += sum < 0;
+        ck_assert_int_eq(esbulk_layout_shard(l, id, strlen(id), routing, strlen(routing), &s),
+                         ESBULK_OK);
+        ck_assert_int_eq(s, ((sum % rs) + rs) % rs / (rs / 128));
+    }
+    ck_assert_int_gt(wrapped, 100);
+    esbulk_layout_destroy(l);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    esbulk_layout_t *l = esbulk_layout_new();
+    int32_t s;
+
+    ck_assert_int_eq(esbulk_layout_set_shards(l, 0), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_layout_set_routing_shards(l, -1), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_layout_set_partition_size(l, 0), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_layout_set_function(l, (esbulk_route_fn_t)7), ESBULK_ERR_INVALID_ARG);
+    /* neither id nor routing */
+    ck_assert_int_eq(esbulk_layout_shard(l, NULL, 0, NULL, 0, &s), ESBULK_ERR_INVALID_ARG);
+    /* routing shards not a multiple of shards */
+    esbulk_layout_set_shards(l, 3);
+    esbulk_layout_set_routing_shards(l, 8);
+    ck_assert_int_eq(esbulk_layout_shard(l, "a", 1, NULL, 0, &s), ESBULK_ERR_INVALID_ARG);
+    esbulk_layout_set_routing_shards(l, 0);
+    ck_assert_int_eq(esbulk_layout_routing_shards(l), 768);
+    /* invalid UTF-8 in id or routing */
+    ck_assert_int_eq(esbulk_layout_shard(l, "\xff", 1, NULL, 0, &s), ESBULK_ERR_INVALID_UTF8);
+    ck_assert_int_eq(esbulk_layout_shard(l, "a", 1, "\xc0\x80", 2, &s), ESBULK_ERR_INVALID_UTF8);
+    /* partitioned with a routing needs an id */
+    esbulk_layout_set_partition_size(l, 2);
+    ck_assert_int_eq(esbulk_layout_shard(l, NULL, 0, "r", 1, &s), ESBULK_ERR_INVALID_ARG);
+    /* an empty routing counts as none: same shard as the id alone */
+    {
+        int32_t a, b;
+        esbulk_layout_set_partition_size(l, 1);
+        ck_assert_int_eq(esbulk_layout_shard(l, "doc1", 4, "", 0, &a), ESBULK_OK);
+        ck_assert_int_eq(esbulk_layout_shard(l, "doc1", 4, NULL, 0, &b), ESBULK_OK);
+        ck_assert_int_eq(a, b);
+    }
+    esbulk_layout_destroy(l);
+}
+END_TEST
+
+/* tests/data/route_vectors.tsv: "shards routing_shards partition shard
+ * id_hex routing_hex", computed by the server's own OperationRouting. */
+START_TEST(test_server_vectors)
+{
+    char path[4096], line[8192];
+    FILE *f;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/tests/data/route_vectors.tsv",
+             getenv("top_srcdir") ? getenv("top_srcdir") : ".");
+    f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    while (fgets(line, sizeof(line), f)) {
+        char idhex[4096] = "", rhex[4096] = "", id[2048], routing[2048];
+        int shards, rs, part, want, got, fields;
+        size_t idlen = 0, rlen = 0, i;
+        esbulk_layout_t *l;
+
+        if (line[0] == '#')
+            continue;
+        fields = sscanf(line, "%d\t%d\t%d\t%d\t%4095s\t%4095s", &shards, &rs, &part, &want, idhex,
+                        rhex);
+        ck_assert_msg(fields >= 5, "bad line: %s", line);
+        if (strcmp(rhex, "-") == 0)
+            rhex[0] = '\0';
+        for (i = 0; idhex[i] && idhex[i + 1]; i += 2) {
+            unsigned v;
+            sscanf(idhex + i, "%2x", &v);
+            id[idlen++] = (char)v;
+        }
+        for (i = 0; rhex[i] && rhex[i + 1]; i += 2) {
+            unsigned v;
+            sscanf(rhex + i, "%2x", &v);
+            routing[rlen++] = (char)v;
+        }
+        l = esbulk_layout_new();
+        esbulk_layout_set_shards(l, shards);
+        esbulk_layout_set_routing_shards(l, rs);
+        esbulk_layout_set_partition_size(l, part);
+        ck_assert_int_eq(esbulk_layout_shard(l, id, idlen, routing, rlen, &got), ESBULK_OK);
+        ck_assert_msg(got == want, "line %d: %d shards, rs %d, p %d, id %s routing %s: got %d want %d",
+                      n, shards, rs, part, idhex, rhex, got, want);
+        esbulk_layout_destroy(l);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_ge(n, 100);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("route");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_bwc_terms);
+    tcase_add_test(tc, test_partitioned_shrunk);
+    tcase_add_test(tc, test_partitioned_bwc);
+    tcase_add_test(tc, test_default_routing_shards);
+    tcase_add_test(tc, test_mod_function);
+    tcase_add_test(tc, test_partition_overflow);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_server_vectors);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
