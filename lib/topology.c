@@ -671,6 +671,26 @@ static esbulk_err_t fetch_fallback(esbulk_topology_t *topo, esbulk__cluster_t *c
     return ESBULK_OK;
 }
 
+static int state_has_index(json_t *root, const char *index)
+{
+    return json_object_get(json_object_get(json_object_get(root, "metadata"), "indices"),
+                           index) != NULL;
+}
+
+/* True when GET /<index>/_settings says 404. */
+static int index_missing(esbulk_topology_t *topo, const char *esc)
+{
+    char path[1024];
+    json_t *root = NULL;
+    long status = 0;
+
+    snprintf(path, sizeof(path), "/%s/_settings?filter_path=*.settings.index.uuid", esc);
+    if (seed_get(topo, path, &status, &root, NULL, 0) != ESBULK_OK)
+        status = 0;
+    json_decref(root);
+    return status == 404;
+}
+
 static esbulk_err_t fetch_index(esbulk_topology_t *topo, esbulk__cluster_t *c, const char *name,
                                 esbulk__index_t **out, int *missing_node, char *errstr,
                                 size_t errstr_size)
@@ -727,6 +747,10 @@ static esbulk_err_t fetch_index(esbulk_topology_t *topo, esbulk__cluster_t *c, c
         err = fetch_fallback(topo, c, e, wesc, &ids, errstr, errstr_size);
         if (err != ESBULK_OK)
             goto out;
+    } else if (status == 200 && !state_has_index(root, e->write_index) &&
+               index_missing(topo, wesc)) {
+        /* OpenSearch answers 200 with no metadata for an index that is not there */
+        e->state = ESBULK__IDX_UNKNOWN;
     } else if (status == 200) {
         err = esbulk__topology_parse_state(root, e->write_index, c->is_elasticsearch, e, &ids,
                                            errstr, errstr_size);
