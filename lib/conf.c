@@ -212,6 +212,9 @@ esbulk_conf_t *esbulk_conf_dup(const esbulk_conf_t *conf)
         dup->num[i] = conf->num[i];
     }
     dup->log_cb = conf->log_cb;
+    dup->result_cb = conf->result_cb;
+    dup->results_cb = conf->results_cb;
+    dup->stats_cb = conf->stats_cb;
     dup->opaque = conf->opaque;
     return dup;
 }
@@ -220,6 +223,24 @@ void esbulk_conf_set_log_cb(esbulk_conf_t *conf, esbulk_log_cb_t *cb)
 {
     if (conf != NULL)
         conf->log_cb = cb;
+}
+
+void esbulk_conf_set_result_cb(esbulk_conf_t *conf, esbulk_result_cb_t *cb)
+{
+    if (conf != NULL)
+        conf->result_cb = cb;
+}
+
+void esbulk_conf_set_results_cb(esbulk_conf_t *conf, esbulk_results_cb_t *cb)
+{
+    if (conf != NULL)
+        conf->results_cb = cb;
+}
+
+void esbulk_conf_set_stats_cb(esbulk_conf_t *conf, esbulk_stats_cb_t *cb)
+{
+    if (conf != NULL)
+        conf->stats_cb = cb;
 }
 
 void esbulk_conf_set_opaque(esbulk_conf_t *conf, void *opaque)

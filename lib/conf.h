@@ -26,7 +26,31 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(RESPONSE_MAX_BYTES, "response.max.bytes", INT, "67108864", 1024, 2147483647, NULL, 0) \
     X(TOPOLOGY_DISCOVERY, "topology.discovery", BOOL, "true", 0, 1, NULL, 0)             \
     X(TOPOLOGY_REFRESH_MS, "topology.refresh.interval.ms", INT, "60000", 0, 86400000, NULL, 0) \
-    X(LOG_LEVEL, "log.level", INT, "6", 0, 7, NULL, 0)
+    X(LOG_LEVEL, "log.level", INT, "6", 0, 7, NULL, 0)                                   \
+    X(ROUTING_LEVEL, "routing.level", ENUM, "node", 0, 0, "node|shard|off", 0)           \
+    X(FLUSH_BYTES, "flush.bytes", INT, "5242880", 1024, 1073741824, NULL, 0)             \
+    X(FLUSH_DOCS, "flush.docs", INT, "1000", 1, 1000000, NULL, 0)                        \
+    X(FLUSH_INTERVAL_MS, "flush.interval.ms", INT, "1000", 1, 3600000, NULL, 0)          \
+    X(MAX_INFLIGHT_PER_NODE, "max.inflight.per.node", INT, "2", 1, 64, NULL, 0)          \
+    X(BUFFER_MAX_BYTES, "buffer.max.bytes", INT, "268435456", 65536, 1099511627776, NULL, 0) \
+    X(BUFFER_MAX_DOCS, "buffer.max.docs", INT, "1000000", 1, 1000000000, NULL, 0)        \
+    X(ENQUEUE_TIMEOUT_MS, "enqueue.timeout.ms", INT, "0", -1, 86400000, NULL, 0)         \
+    X(MAX_DOC_BYTES, "max.doc.bytes", INT, "10485760", 16, 1073741824, NULL, 0)          \
+    X(ID_GENERATE, "id.generate", ENUM, "time", 0, 0, "none|time|content", 0)            \
+    X(BODY_VALIDATE, "body.validate", BOOL, "false", 0, 1, NULL, 0)                      \
+    X(COMPRESSION, "compression", ENUM, "none", 0, 0, "none|gzip", 0)                    \
+    X(COMPRESSION_LEVEL, "compression.level", INT, "1", 1, 9, NULL, 0)                   \
+    X(RETRY_MAX, "retry.max", INT, "10", 0, 1000, NULL, 0)                               \
+    X(RETRY_BACKOFF_MS, "retry.backoff.ms", INT, "100", 1, 600000, NULL, 0)              \
+    X(RETRY_BACKOFF_MAX_MS, "retry.backoff.max.ms", INT, "10000", 1, 3600000, NULL, 0)   \
+    X(RETRY_ON_CLUSTER_BLOCK, "retry.on.cluster_block", BOOL, "false", 0, 1, NULL, 0)    \
+    X(DELIVERY_TIMEOUT_MS, "delivery.timeout.ms", INT, "300000", 0, 86400000, NULL, 0)   \
+    X(ORDERING, "ordering", ENUM, "none", 0, 0, "none|per_id", 0)                        \
+    X(RESULT_FAILURES_ONLY, "result.failures_only", BOOL, "false", 0, 1, NULL, 0)        \
+    X(STATS_INTERVAL_MS, "stats.interval.ms", INT, "0", 0, 86400000, NULL, 0)            \
+    X(NODE_RECHECK_MS, "node.recheck.ms", INT, "2000", 100, 3600000, NULL, 0)            \
+    X(BULK_PIPELINE, "bulk.pipeline", STR, "", 0, 0, NULL, 0)                            \
+    X(BULK_REFRESH, "bulk.refresh", ENUM, "false", 0, 0, "false|true|wait_for", 0)
 
 #define ESBULK__CONF_ENUM_ID(ID, key, type, def, min, max, enums, secret) ESBULK__C_##ID,
 typedef enum { ESBULK__CONF_PROPS(ESBULK__CONF_ENUM_ID) ESBULK__C__COUNT } esbulk__cid_t;
@@ -36,6 +60,9 @@ struct esbulk_conf_s {
     char *str[ESBULK__C__COUNT];   /* the value as set (or the default) */
     int64_t num[ESBULK__C__COUNT]; /* parsed INT, BOOL (0/1) or ENUM index */
     esbulk_log_cb_t *log_cb;
+    esbulk_result_cb_t *result_cb;
+    esbulk_results_cb_t *results_cb;
+    esbulk_stats_cb_t *stats_cb;
     void *opaque;
 };
 
