@@ -23,6 +23,14 @@ const char *esbulk_err2str(esbulk_err_t err)
     case ESBULK_ERR_NOT_ROUTABLE: return "index does not route by _id or routing";
     case ESBULK_ERR_ROUTING_CONFLICT: return "routing conflicts with the alias's routing";
     case ESBULK_ERR_TOO_LARGE: return "value exceeds a limit";
+    case ESBULK_ERR_QUEUE_FULL: return "queue full (buffer.max.bytes or buffer.max.docs)";
+    case ESBULK_ERR_TIMED_OUT: return "timed out";
+    case ESBULK_ERR_CLOSED: return "not delivered: handle closed";
+    case ESBULK_ERR_DOC_TOO_LARGE: return "document larger than max.doc.bytes";
+    case ESBULK_ERR_INVALID_JSON: return "body is not one JSON object";
+    case ESBULK_ERR_ITEM: return "the server refused the document";
+    case ESBULK_ERR_RETRIES_EXHAUSTED: return "retries exhausted (retry.max)";
+    case ESBULK_ERR_DELIVERY_TIMEOUT: return "delivery timed out (delivery.timeout.ms)";
     }
     return "unknown error code";
 }
