@@ -28,7 +28,7 @@ struct esbulk_topology_s {
 /* ------------------------------------------------------------------------- */
 /* Snapshots */
 
-static void cluster_release(esbulk__cluster_t *c)
+void esbulk__cluster_release(esbulk__cluster_t *c)
 {
     int i;
 
@@ -61,7 +61,7 @@ void esbulk__index_release(esbulk__index_t *e)
     free(e->alias_routing);
     free(e->reason);
     free(e->primary);
-    cluster_release(e->cluster);
+    esbulk__cluster_release(e->cluster);
     free(e);
 }
 
@@ -513,7 +513,7 @@ done:
     c = NULL;
 out:
     json_decref(root);
-    cluster_release(c);
+    esbulk__cluster_release(c);
     return err;
 }
 
@@ -582,6 +582,35 @@ static esbulk_err_t resolve_name(esbulk_topology_t *topo, esbulk__index_t *e, co
     err = seed_get(topo, path, &status, &root, errstr, errstr_size);
     if (err != ESBULK_OK)
         return err;
+    if (status != 200) {
+        /* Elasticsearch builds without the data-streams module answer 405:
+         * _resolve/index still lists data streams and their backing indices. */
+        const char *best = NULL;
+        json_t *ds, *backing, *b;
+        size_t i;
+
+        json_decref(root);
+        root = NULL;
+        snprintf(path, sizeof(path), "/_resolve/index/%s", esc);
+        err = seed_get(topo, path, &status, &root, errstr, errstr_size);
+        if (err != ESBULK_OK)
+            return err;
+        ds = json_array_get(json_object_get(root, "data_streams"), 0);
+        backing = json_object_get(ds, "backing_indices");
+        /* the write index is the newest generation: the highest -NNNNNN suffix */
+        json_array_foreach(backing, i, b) {
+            const char *n = json_string_value(b);
+            if (n != NULL && (best == NULL || strcmp(strrchr(n, '-') ? strrchr(n, '-') : n,
+                                                     strrchr(best, '-') ? strrchr(best, '-') : best) > 0))
+                best = n;
+        }
+        if (status == 200 && best != NULL) {
+            e->write_index = esbulk__strdup(best);
+            json_decref(root);
+            return e->write_index ? ESBULK_OK : ESBULK_ERR_NOMEM;
+        }
+        status = 0;
+    }
     if (status == 200) {
         json_t *ds = json_array_get(json_object_get(root, "data_streams"), 0);
         json_t *backing = json_object_get(ds, "indices");
@@ -597,6 +626,87 @@ static esbulk_err_t resolve_name(esbulk_topology_t *topo, esbulk__index_t *e, co
     json_decref(root);
     e->write_index = esbulk__strdup(e->name);
     return e->write_index ? ESBULK_OK : ESBULK_ERR_NOMEM;
+}
+
+/* The shards the server maps routing r to, from _search_shards?routing=r,
+ * as a bit set (shards < 64 are compared; that is enough to tell layouts
+ * apart). */
+static esbulk_err_t probe_shards(esbulk_topology_t *topo, const char *esc, const char *r,
+                                 uint64_t *set, char *errstr, size_t errstr_size)
+{
+    char path[1024];
+    json_t *root = NULL, *group;
+    esbulk_err_t err;
+    long status;
+    size_t i;
+
+    *set = 0;
+    snprintf(path, sizeof(path), "/%s/_search_shards?routing=%s", esc, r);
+    err = seed_get(topo, path, &status, &root, errstr, errstr_size);
+    if (err == ESBULK_OK && status != 200)
+        err = ESBULK_ERR_HTTP;
+    json_array_foreach(json_object_get(root, "shards"), i, group) {
+        int ok;
+        int64_t sh = json_int_value(json_object_get(json_array_get(group, 0), "shard"), &ok);
+        if (ok && sh >= 0 && sh < 64)
+            *set |= (uint64_t)1 << sh;
+    }
+    json_decref(root);
+    return err;
+}
+
+/* Without cluster state, Elasticsearch does not show an explicit
+ * number_of_routing_shards in _settings. Find it by asking the server where
+ * a few routing values go and keeping the candidate (a multiple of the
+ * shard count) that agrees with every answer; the default rule wins ties. */
+static void probe_routing_shards(esbulk_topology_t *topo, esbulk__index_t *e, const char *esc)
+{
+    int32_t n = e->layout.shards, k, kmax = 1024, alive = 0, i;
+    int32_t def = e->layout.routing_shards > 0 ? e->layout.routing_shards
+                                               : esbulk_default_routing_shards(n);
+    unsigned char *ok;
+
+    if (n >= 64 || e->layout.fn == ESBULK_ROUTE_MOD || (ok = malloc((size_t)kmax + 1)) == NULL)
+        return;
+    memset(ok, 1, (size_t)kmax + 1);
+    alive = kmax;
+    for (i = 0; i < 24 && (alive > 1 || i < 4); i++) {
+        char r[32];
+        uint64_t server, mine;
+        int32_t h, o, s;
+
+        snprintf(r, sizeof(r), "esbulk-probe-%d", (int)i);
+        if (probe_shards(topo, esc, r, &server, NULL, 0) != ESBULK_OK || server == 0)
+            break;
+        esbulk__murmur3_utf16(r, strlen(r), &h);
+        for (k = 1; k <= kmax; k++) {
+            esbulk_layout_t l = e->layout;
+            if (!ok[k])
+                continue;
+            l.routing_shards = n * k;
+            mine = 0;
+            for (o = 0; o < l.partition_size; o++) {
+                int32_t hh = esbulk__u32_to_i32((uint32_t)h + (uint32_t)o);
+                s = esbulk__floor_mod(hh, l.routing_shards) / k;
+                mine |= (uint64_t)1 << s;
+            }
+            if (mine != server) {
+                ok[k] = 0;
+                alive--;
+            }
+        }
+    }
+    if (alive > 0 && !(def % n == 0 && def / n <= kmax && ok[def / n])) {
+        for (k = 1; k <= kmax; k++)
+            if (ok[k]) {
+                esbulk__log(&topo->log, ESBULK_LOG_INFO, "topology",
+                            "%s: routing_num_shards %d found by probing _search_shards",
+                            e->write_index, (int)(n * k));
+                e->layout.routing_shards = n * k;
+                break;
+            }
+    }
+    free(ok);
 }
 
 /* The 403 fallback: _settings for the layout, _search_shards for primaries. */
@@ -666,6 +776,8 @@ static esbulk_err_t fetch_fallback(esbulk_topology_t *topo, esbulk__cluster_t *c
         }
     }
     json_decref(root);
+    if (e->state == ESBULK__IDX_OK)
+        probe_routing_shards(topo, e, esc);
     e->from_fallback = 1;
     *ids_out = ids;
     return ESBULK_OK;
@@ -860,7 +972,7 @@ void esbulk_topology_destroy(esbulk_topology_t *topo)
     for (i = 0; i < topo->nindices; i++)
         esbulk__index_release(topo->indices[i]);
     free(topo->indices);
-    cluster_release(topo->cluster);
+    esbulk__cluster_release(topo->cluster);
     esbulk__urls_free(topo->seeds, topo->nseeds);
     esbulk__http_opts_free(&topo->http);
     pthread_mutex_destroy(&topo->lock);
@@ -875,8 +987,9 @@ static int stale(const esbulk_topology_t *topo, int64_t fetched_ms, int64_t now,
 }
 
 /* A reference to a current cluster snapshot; fetched if missing or stale. */
-static esbulk_err_t get_cluster(esbulk_topology_t *topo, int force, esbulk__cluster_t **out,
-                                char *errstr, size_t errstr_size)
+esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,
+                                          esbulk__cluster_t **out, char *errstr,
+                                          size_t errstr_size)
 {
     esbulk__cluster_t *c;
     esbulk_err_t err;
@@ -893,7 +1006,7 @@ static esbulk_err_t get_cluster(esbulk_topology_t *topo, int force, esbulk__clus
     if (err != ESBULK_OK)
         return err;
     pthread_mutex_lock(&topo->lock);
-    cluster_release(topo->cluster);
+    esbulk__cluster_release(topo->cluster);
     topo->cluster = cluster_ref(c);
     topo->cluster_fetched_ms = esbulk__now_ms();
     pthread_mutex_unlock(&topo->lock);
@@ -940,11 +1053,11 @@ static esbulk_err_t load_index(esbulk_topology_t *topo, const char *name, int fo
     int attempt, missing = 0;
 
     for (attempt = 0; attempt < 2; attempt++) {
-        err = get_cluster(topo, force_cluster || attempt > 0, &c, errstr, errstr_size);
+        err = esbulk__topology_get_cluster(topo, force_cluster || attempt > 0, &c, errstr, errstr_size);
         if (err != ESBULK_OK)
             return err;
         err = fetch_index(topo, c, name, &e, &missing, errstr, errstr_size);
-        cluster_release(c);
+        esbulk__cluster_release(c);
         if (err != ESBULK_OK)
             return err;
         if (!missing)
@@ -995,10 +1108,10 @@ esbulk_err_t esbulk_topology_refresh(esbulk_topology_t *topo, char *errstr, size
 
     if (topo == NULL)
         return ESBULK_ERR_INVALID_ARG;
-    err = get_cluster(topo, 1, &c, errstr, errstr_size);
+    err = esbulk__topology_get_cluster(topo, 1, &c, errstr, errstr_size);
     if (err != ESBULK_OK)
         return err;
-    cluster_release(c);
+    esbulk__cluster_release(c);
     pthread_mutex_lock(&topo->lock);
     n = topo->nindices;
     names = calloc((size_t)n + 1, sizeof(*names));
@@ -1158,7 +1271,7 @@ char *esbulk_topology_describe(esbulk_topology_t *topo, const char *index, char 
         return NULL;
     if (e != NULL)
         c = cluster_ref(e->cluster);
-    else if (get_cluster(topo, 0, &c, errstr, errstr_size) != ESBULK_OK)
+    else if (esbulk__topology_get_cluster(topo, 0, &c, errstr, errstr_size) != ESBULK_OK)
         return NULL;
     root = cluster_json(c);
     if (root != NULL && e != NULL) {
@@ -1174,6 +1287,6 @@ char *esbulk_topology_describe(esbulk_topology_t *topo, const char *index, char 
         esbulk__errstr(errstr, errstr_size, "out of memory");
     json_decref(root);
     esbulk__index_release(e);
-    cluster_release(c);
+    esbulk__cluster_release(c);
     return out;
 }

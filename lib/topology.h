@@ -65,4 +65,11 @@ esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *nam
                                         size_t errstr_size);
 void esbulk__index_release(esbulk__index_t *e);
 
+/* A reference to the current cluster snapshot, fetched when missing, stale
+ * or force; release with esbulk__cluster_release(). */
+esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,
+                                          esbulk__cluster_t **out, char *errstr,
+                                          size_t errstr_size);
+void esbulk__cluster_release(esbulk__cluster_t *c);
+
 #endif

@@ -1,0 +1,67 @@
+/* Document queues and the flush decision: plain code over plain data. */
+#include "engine.h"
+
+void esbulk__queue_push(esbulk__queue_t *q, esbulk__doc_t *d)
+{
+    d->next = NULL;
+    if (q->tail != NULL)
+        q->tail->next = d;
+    else
+        q->head = d;
+    q->tail = d;
+    q->count++;
+    q->bytes += d->lines_len;
+}
+
+void esbulk__queue_push_front(esbulk__queue_t *q, esbulk__doc_t *d)
+{
+    d->next = q->head;
+    q->head = d;
+    if (q->tail == NULL)
+        q->tail = d;
+    q->count++;
+    q->bytes += d->lines_len;
+}
+
+esbulk__doc_t *esbulk__queue_pop(esbulk__queue_t *q)
+{
+    esbulk__doc_t *d = q->head;
+
+    if (d == NULL)
+        return NULL;
+    q->head = d->next;
+    if (q->head == NULL)
+        q->tail = NULL;
+    q->count--;
+    q->bytes -= d->lines_len;
+    d->next = NULL;
+    return d;
+}
+
+void esbulk__queue_prepend(esbulk__queue_t *dst, esbulk__queue_t *src)
+{
+    if (src->head == NULL)
+        return;
+    src->tail->next = dst->head;
+    if (dst->tail == NULL)
+        dst->tail = src->tail;
+    dst->head = src->head;
+    dst->count += src->count;
+    dst->bytes += src->bytes;
+    src->head = src->tail = NULL;
+    src->count = src->bytes = 0;
+}
+
+int esbulk__should_flush(const esbulk__flush_policy_t *p, size_t count, size_t bytes,
+                         int64_t oldest_ms, int64_t now_ms, int force)
+{
+    if (count == 0)
+        return 0;
+    return force || count >= p->flush_docs || bytes >= p->flush_bytes ||
+           now_ms - oldest_ms >= p->flush_interval_ms;
+}
+
+int64_t esbulk__flush_due_ms(const esbulk__flush_policy_t *p, size_t count, int64_t oldest_ms)
+{
+    return count == 0 ? INT64_MAX : oldest_ms + p->flush_interval_ms;
+}

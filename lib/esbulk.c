@@ -1,0 +1,632 @@
+/* The public engine calls: new, add, poll, flush, close, destroy, results
+ * and statistics. The I/O thread lives in io.c. */
+#include "engine.h"
+#include "murmur3.h"
+#include "ndjson.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+/* Results handed to a batch callback at once. */
+#define RESULTS_BATCH 256
+
+/* ------------------------------------------------------------------------- */
+/* Documents */
+
+void esbulk__doc_free(esbulk__doc_t *d)
+{
+    if (d == NULL)
+        return;
+    free(d->index);
+    free(d->id);
+    free(d->routing);
+    free(d->lines);
+    free(d->r_index);
+    free(d->r_id);
+    free(d->r_result);
+    free(d->r_error_type);
+    free(d->r_error_reason);
+    free(d);
+}
+
+void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
+                             int32_t status, const char *error_type, const char *reason)
+{
+    d->outcome = outcome;
+    d->err = err;
+    d->status = status;
+    free(d->r_error_type);
+    free(d->r_error_reason);
+    /* allocation failure leaves the field NULL: the outcome and err remain */
+    d->r_error_type = error_type ? esbulk__strdup(error_type) : NULL;
+    d->r_error_reason = reason ? esbulk__strdup(reason) : NULL;
+}
+
+void esbulk__deliver(esbulk_t *eb, esbulk__doc_t *d)
+{
+    int drop = d->outcome == ESBULK_OUTCOME_INDEXED &&
+               esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
+
+    free(d->lines); /* the body is not needed any more */
+    d->lines = NULL;
+    pthread_mutex_lock(&eb->lock);
+    eb->buffered_bytes -= d->body_bytes;
+    d->body_bytes = 0;
+    switch (d->outcome) {
+    case ESBULK_OUTCOME_INDEXED: eb->stats.indexed++; break;
+    case ESBULK_OUTCOME_FAILED: eb->stats.failed++; break;
+    case ESBULK_OUTCOME_POSSIBLY: eb->stats.possibly++; break;
+    }
+    if (d->err == ESBULK_ERR_CLOSED)
+        eb->stats.closed++;
+    if (drop) {
+        /* served at once: nobody asked to see successes */
+        if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
+        if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
+        eb->buffered_docs--;
+        pthread_cond_broadcast(&eb->cond_space);
+        pthread_cond_broadcast(&eb->cond_results);
+        pthread_mutex_unlock(&eb->lock);
+        esbulk__doc_free(d);
+        return;
+    }
+    esbulk__queue_push(&eb->results, d);
+    pthread_cond_broadcast(&eb->cond_space);
+    pthread_cond_broadcast(&eb->cond_results);
+    pthread_mutex_unlock(&eb->lock);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Result accessors */
+
+void *esbulk_result_opaque(const esbulk_result_t *r) { return r ? r->opaque : NULL; }
+esbulk_outcome_t esbulk_result_outcome(const esbulk_result_t *r) { return r ? r->outcome : ESBULK_OUTCOME_FAILED; }
+esbulk_err_t esbulk_result_err(const esbulk_result_t *r) { return r ? r->err : ESBULK_ERR_INVALID_ARG; }
+esbulk_op_t esbulk_result_op(const esbulk_result_t *r) { return r ? r->op : ESBULK_OP_INDEX; }
+const char *esbulk_result_index(const esbulk_result_t *r) { return r ? (r->r_index ? r->r_index : r->index) : NULL; }
+const char *esbulk_result_id(const esbulk_result_t *r) { return r ? (r->id ? r->id : r->r_id) : NULL; }
+int32_t esbulk_result_status(const esbulk_result_t *r) { return r ? r->status : 0; }
+const char *esbulk_result_error_type(const esbulk_result_t *r) { return r ? r->r_error_type : NULL; }
+const char *esbulk_result_error_reason(const esbulk_result_t *r) { return r ? r->r_error_reason : NULL; }
+const char *esbulk_result_result(const esbulk_result_t *r) { return r ? r->r_result : NULL; }
+int64_t esbulk_result_seq_no(const esbulk_result_t *r) { return r ? r->seq_no : -1; }
+int64_t esbulk_result_primary_term(const esbulk_result_t *r) { return r ? r->primary_term : -1; }
+int64_t esbulk_result_version(const esbulk_result_t *r) { return r ? r->version : -1; }
+int32_t esbulk_result_attempts(const esbulk_result_t *r) { return r ? r->attempts : 0; }
+
+/* ------------------------------------------------------------------------- */
+/* Lifecycle */
+
+static uint64_t random_tag(void)
+{
+    struct timespec ts;
+    uint64_t x;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)(uintptr_t)&ts << 7);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x & 0xffffffffffffull;
+}
+
+esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size)
+{
+    esbulk_t *eb;
+    char *user = NULL, *pass = NULL;
+    pthread_condattr_t ca;
+
+    if (conf == NULL) {
+        esbulk__errstr(errstr, errstr_size, "conf must not be NULL");
+        return NULL;
+    }
+    eb = calloc(1, sizeof(*eb));
+    if (eb == NULL || (eb->conf = esbulk_conf_dup(conf)) == NULL) {
+        free(eb);
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    eb->log.cb = conf->log_cb;
+    eb->log.opaque = conf->opaque;
+    eb->log.level = (int32_t)esbulk__conf_int(conf, ESBULK__C_LOG_LEVEL);
+    eb->node_tag = random_tag();
+    if (esbulk__urls_parse(esbulk__conf_str(conf, ESBULK__C_URLS), &eb->seeds, &eb->nseeds, &user,
+                           &pass, errstr, errstr_size) != ESBULK_OK)
+        goto fail;
+    if (esbulk__http_opts_init(&eb->http, conf, user, pass) != ESBULK_OK) {
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+        goto fail;
+    }
+    if ((eb->topo = esbulk_topology_new(conf, errstr, errstr_size)) == NULL)
+        goto fail;
+    pthread_mutex_init(&eb->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&eb->cond_space, &ca);
+    pthread_cond_init(&eb->cond_results, &ca);
+    pthread_condattr_destroy(&ca);
+    if (esbulk__io_start(eb, errstr, errstr_size) != ESBULK_OK) {
+        pthread_mutex_destroy(&eb->lock);
+        pthread_cond_destroy(&eb->cond_space);
+        pthread_cond_destroy(&eb->cond_results);
+        goto fail;
+    }
+    free(user);
+    if (pass) memset(pass, 0, strlen(pass));
+    free(pass);
+    return eb;
+fail:
+    free(user);
+    if (pass) memset(pass, 0, strlen(pass));
+    free(pass);
+    esbulk_topology_destroy(eb->topo);
+    esbulk__http_opts_free(&eb->http);
+    esbulk__urls_free(eb->seeds, eb->nseeds);
+    esbulk_conf_destroy(eb->conf);
+    free(eb);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Adding */
+
+static void deadline_from_now(struct timespec *ts, int64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+static int64_t epoch_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Builds the document (all copies, the request lines) without the lock. */
+static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
+                              size_t id_len, const char *routing, size_t routing_len,
+                              const char *body, size_t body_len, void *opaque,
+                              esbulk__doc_t **out, char *errstr, size_t errstr_size)
+{
+    size_t index_len, max_doc = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_MAX_DOC_BYTES);
+    int64_t gen = esbulk__conf_int(eb->conf, ESBULK__C_ID_GENERATE);
+    char idbuf[32];
+    esbulk__buf_t lines;
+    esbulk__doc_t *d;
+    esbulk_err_t err;
+
+    *out = NULL;
+    if (index == NULL || (unsigned)op > ESBULK_OP_DELETE || (id == NULL && id_len > 0) ||
+        (routing == NULL && routing_len > 0) || (body == NULL && body_len > 0)) {
+        esbulk__errstr(errstr, errstr_size, "invalid argument (NULL pointer with a length, "
+                                            "no index, or unknown op)");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    index_len = strlen(index);
+    if (index_len == 0 || !esbulk__utf8_valid(index, index_len)) {
+        esbulk__errstr(errstr, errstr_size, "index name is empty or not valid UTF-8");
+        return index_len == 0 ? ESBULK_ERR_INVALID_ARG : ESBULK_ERR_INVALID_UTF8;
+    }
+    if (!esbulk__utf8_valid(id, id_len) || memchr(id ? id : "", 0, id_len) != NULL) {
+        esbulk__errstr(errstr, errstr_size, "_id is not valid UTF-8 (or holds a NUL byte)");
+        return ESBULK_ERR_INVALID_UTF8;
+    }
+    if (!esbulk__utf8_valid(routing, routing_len) || memchr(routing ? routing : "", 0, routing_len)) {
+        esbulk__errstr(errstr, errstr_size, "routing is not valid UTF-8 (or holds a NUL byte)");
+        return ESBULK_ERR_INVALID_UTF8;
+    }
+    if (op == ESBULK_OP_DELETE) {
+        if (body_len > 0) {
+            esbulk__errstr(errstr, errstr_size, "delete takes no body");
+            return ESBULK_ERR_INVALID_ARG;
+        }
+        if (id_len == 0) {
+            esbulk__errstr(errstr, errstr_size, "delete needs an _id");
+            return ESBULK_ERR_INVALID_ARG;
+        }
+    } else if (body_len == 0) {
+        esbulk__errstr(errstr, errstr_size, "a body is required (one JSON object)");
+        return ESBULK_ERR_INVALID_JSON;
+    }
+    if (op == ESBULK_OP_UPDATE && id_len == 0) {
+        esbulk__errstr(errstr, errstr_size, "update needs an _id");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    if (body_len > max_doc) {
+        esbulk__errstr(errstr, errstr_size, "document of %zu bytes is larger than max.doc.bytes "
+                       "(%zu)", body_len, max_doc);
+        return ESBULK_ERR_DOC_TOO_LARGE;
+    }
+    if (id_len == 0 && gen != 0 && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE)) {
+        if (gen == 1)
+            esbulk__id_time(idbuf, epoch_ms(), atomic_fetch_add(&eb->id_seq, 1), eb->node_tag);
+        else
+            esbulk__id_content(idbuf, body, body_len);
+        id = idbuf;
+        id_len = strlen(idbuf);
+    }
+
+    d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        goto nomem;
+    d->op = op;
+    d->opaque = opaque;
+    d->seq_no = d->primary_term = d->version = -1;
+    d->id_len = id_len;
+    d->routing_len = routing_len;
+    if ((d->index = esbulk__strndup(index, index_len)) == NULL ||
+        (id_len > 0 && (d->id = esbulk__strndup(id, id_len)) == NULL) ||
+        (routing_len > 0 && (d->routing = esbulk__strndup(routing, routing_len)) == NULL))
+        goto nomem;
+    esbulk__buf_init(&lines, (size_t)-1);
+    err = esbulk__action_line(&lines, op, index, index_len, id, id_len, routing, routing_len);
+    if (err == ESBULK_OK && op != ESBULK_OP_DELETE)
+        err = esbulk__body_line(&lines, body, body_len,
+                                (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
+                                errstr_size);
+    if (err != ESBULK_OK) {
+        esbulk__buf_free(&lines);
+        esbulk__doc_free(d);
+        if (err == ESBULK_ERR_NOMEM)
+            esbulk__errstr(errstr, errstr_size, "out of memory");
+        return err;
+    }
+    d->lines = lines.data;
+    d->lines_len = lines.len;
+    d->body_bytes = lines.len;
+    *out = d;
+    return ESBULK_OK;
+nomem:
+    esbulk__doc_free(d);
+    esbulk__errstr(errstr, errstr_size, "out of memory");
+    return ESBULK_ERR_NOMEM;
+}
+
+/* Queues d, waiting for space as enqueue.timeout.ms allows. */
+static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, size_t errstr_size)
+{
+    size_t max_bytes = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_BYTES);
+    size_t max_docs = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_DOCS);
+    int64_t wait_ms = esbulk__conf_int(eb->conf, ESBULK__C_ENQUEUE_TIMEOUT_MS);
+    struct timespec until;
+    int was_empty;
+
+    if (wait_ms > 0)
+        deadline_from_now(&until, wait_ms);
+    pthread_mutex_lock(&eb->lock);
+    for (;;) {
+        if (eb->closing || eb->closed) {
+            pthread_mutex_unlock(&eb->lock);
+            esbulk__errstr(errstr, errstr_size, "the handle is closing");
+            return ESBULK_ERR_CLOSED;
+        }
+        /* one document always fits in an empty buffer */
+        if ((eb->buffered_docs == 0 || eb->buffered_bytes + d->body_bytes <= max_bytes) &&
+            eb->buffered_docs + 1 <= max_docs)
+            break;
+        if (wait_ms == 0 ||
+            (wait_ms > 0 && pthread_cond_timedwait(&eb->cond_space, &eb->lock, &until) == ETIMEDOUT)) {
+            pthread_mutex_unlock(&eb->lock);
+            esbulk__errstr(errstr, errstr_size, "queue full: %zu documents, %zu bytes buffered "
+                           "(buffer.max.docs %zu, buffer.max.bytes %zu)", eb->buffered_docs,
+                           eb->buffered_bytes, max_docs, max_bytes);
+            return ESBULK_ERR_QUEUE_FULL;
+        }
+        if (wait_ms < 0)
+            pthread_cond_wait(&eb->cond_space, &eb->lock);
+    }
+    d->seq = eb->next_seq++;
+    d->added_ms = esbulk__now_ms();
+    {
+        int64_t dt = esbulk__conf_int(eb->conf, ESBULK__C_DELIVERY_TIMEOUT_MS);
+        d->deadline_ms = dt > 0 ? d->added_ms + dt : 0;
+    }
+    d->live_prev = eb->live_tail;
+    d->live_next = NULL;
+    if (eb->live_tail) eb->live_tail->live_next = d; else eb->live_head = d;
+    eb->live_tail = d;
+    eb->buffered_bytes += d->body_bytes;
+    eb->buffered_docs++;
+    eb->stats.added++;
+    was_empty = eb->incoming.head == NULL;
+    esbulk__queue_push(&eb->incoming, d);
+    pthread_mutex_unlock(&eb->lock);
+    if (was_empty)
+        esbulk__io_wakeup(eb);
+    return ESBULK_OK;
+}
+
+esbulk_err_t esbulk_add(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
+                        size_t id_len, const char *routing, size_t routing_len, const char *body,
+                        size_t body_len, void *doc_opaque, char *errstr, size_t errstr_size)
+{
+    esbulk__doc_t *d;
+    esbulk_err_t err;
+
+    if (eb == NULL) {
+        esbulk__errstr(errstr, errstr_size, "handle is NULL");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    err = doc_build(eb, op, index, id, id_len, routing, routing_len, body, body_len, doc_opaque,
+                    &d, errstr, errstr_size);
+    if (err != ESBULK_OK)
+        return err;
+    err = doc_enqueue(eb, d, errstr, errstr_size);
+    if (err != ESBULK_OK)
+        esbulk__doc_free(d);
+    return err;
+}
+
+esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const int32_t *ops,
+                              const char *const *indices, const char *const *ids,
+                              const size_t *id_lens, const char *const *routings,
+                              const size_t *routing_lens, const char *const *bodies,
+                              const size_t *body_lens, void *const *opaques, size_t *accepted,
+                              char *errstr, size_t errstr_size)
+{
+    size_t i;
+
+    if (accepted != NULL)
+        *accepted = 0;
+    if (eb == NULL || indices == NULL || (count > 0 && ops == NULL) ||
+        (ids != NULL && id_lens == NULL) || (routings != NULL && routing_lens == NULL) ||
+        (bodies != NULL && body_lens == NULL)) {
+        esbulk__errstr(errstr, errstr_size, "invalid argument (missing array)");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    for (i = 0; i < count; i++) {
+        esbulk_err_t err = esbulk_add(eb, (esbulk_op_t)ops[i], indices[i], ids ? ids[i] : NULL,
+                                      ids && ids[i] ? id_lens[i] : 0,
+                                      routings ? routings[i] : NULL,
+                                      routings && routings[i] ? routing_lens[i] : 0,
+                                      bodies ? bodies[i] : NULL,
+                                      bodies && bodies[i] ? body_lens[i] : 0,
+                                      opaques ? opaques[i] : NULL, errstr, errstr_size);
+        if (err != ESBULK_OK)
+            return err;
+        if (accepted != NULL)
+            (*accepted)++;
+    }
+    return ESBULK_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Serving results */
+
+/* Serves what is queued now; returns how many. Caller does not hold lock. */
+static int32_t serve(esbulk_t *eb)
+{
+    esbulk__queue_t q;
+    esbulk__doc_t *d, *next;
+    const esbulk_result_t *batch[RESULTS_BATCH];
+    size_t n = 0;
+    int32_t served = 0;
+
+    pthread_mutex_lock(&eb->lock);
+    q = eb->results;
+    memset(&eb->results, 0, sizeof(eb->results));
+    pthread_mutex_unlock(&eb->lock);
+    if (q.head == NULL)
+        return 0;
+
+    for (d = q.head; d != NULL; d = d->next) {
+        if (eb->conf->results_cb != NULL) {
+            batch[n++] = d;
+            if (n == RESULTS_BATCH || d->next == NULL) {
+                eb->conf->results_cb(eb, batch, n, eb->conf->opaque);
+                n = 0;
+            }
+        } else if (eb->conf->result_cb != NULL) {
+            eb->conf->result_cb(eb, d, eb->conf->opaque);
+        }
+        served++;
+    }
+    pthread_mutex_lock(&eb->lock);
+    for (d = q.head; d != NULL; d = next) {
+        next = d->next;
+        if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
+        if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
+        eb->buffered_docs--;
+    }
+    pthread_cond_broadcast(&eb->cond_space);
+    pthread_mutex_unlock(&eb->lock);
+    for (d = q.head; d != NULL; d = next) {
+        next = d->next;
+        esbulk__doc_free(d);
+    }
+    return served;
+}
+
+/* Waits until results are queued or the deadline (NULL: forever) passes,
+ * or cond() holds. Returns 0 on timeout. */
+static int wait_results(esbulk_t *eb, const struct timespec *until)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&eb->lock);
+    while (eb->results.head == NULL && rc != ETIMEDOUT) {
+        if (until == NULL)
+            pthread_cond_wait(&eb->cond_results, &eb->lock);
+        else
+            rc = pthread_cond_timedwait(&eb->cond_results, &eb->lock, until);
+    }
+    rc = eb->results.head != NULL;
+    pthread_mutex_unlock(&eb->lock);
+    return rc;
+}
+
+int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms)
+{
+    struct timespec until;
+    int32_t n;
+
+    if (eb == NULL)
+        return 0;
+    n = serve(eb);
+    if (n > 0 || timeout_ms == 0)
+        return n;
+    if (timeout_ms > 0)
+        deadline_from_now(&until, timeout_ms);
+    if (wait_results(eb, timeout_ms > 0 ? &until : NULL))
+        n = serve(eb);
+    return n;
+}
+
+/* Serves results until no document with seq < upto is left unserved, or
+ * the deadline passes. */
+static esbulk_err_t drain(esbulk_t *eb, uint64_t upto, int32_t timeout_ms)
+{
+    int64_t end = timeout_ms >= 0 ? esbulk__now_ms() + timeout_ms : INT64_MAX;
+
+    for (;;) {
+        int done;
+        int64_t now, left;
+        struct timespec until;
+
+        serve(eb);
+        pthread_mutex_lock(&eb->lock);
+        done = eb->live_head == NULL || eb->live_head->seq >= upto;
+        pthread_mutex_unlock(&eb->lock);
+        if (done)
+            return ESBULK_OK;
+        now = esbulk__now_ms();
+        if (now >= end)
+            return ESBULK_ERR_TIMED_OUT;
+        left = end - now < 100 ? end - now : 100;
+        deadline_from_now(&until, left);
+        wait_results(eb, &until);
+    }
+}
+
+esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms)
+{
+    esbulk_err_t err;
+    uint64_t upto;
+
+    if (eb == NULL)
+        return ESBULK_ERR_INVALID_ARG;
+    pthread_mutex_lock(&eb->lock);
+    upto = eb->next_seq;
+    eb->flushers++;
+    pthread_mutex_unlock(&eb->lock);
+    esbulk__io_wakeup(eb);
+    err = drain(eb, upto, timeout_ms);
+    pthread_mutex_lock(&eb->lock);
+    eb->flushers--;
+    pthread_mutex_unlock(&eb->lock);
+    return err;
+}
+
+esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms)
+{
+    esbulk_err_t err;
+    uint64_t upto;
+
+    if (eb == NULL)
+        return ESBULK_ERR_INVALID_ARG;
+    pthread_mutex_lock(&eb->lock);
+    if (eb->closed) {
+        pthread_mutex_unlock(&eb->lock);
+        return ESBULK_OK;
+    }
+    eb->closing = 1;
+    eb->flushers++;
+    upto = eb->next_seq;
+    pthread_mutex_unlock(&eb->lock);
+    esbulk__io_wakeup(eb);
+    err = drain(eb, upto, timeout_ms);
+    /* Whatever is left gets "not delivered: closed" from the I/O thread,
+     * which then exits. */
+    pthread_mutex_lock(&eb->lock);
+    eb->abort_all = 1;
+    eb->terminate = 1;
+    pthread_mutex_unlock(&eb->lock);
+    esbulk__io_wakeup(eb);
+    esbulk__io_join(eb);
+    /* the I/O thread gave every document it held a result before exiting */
+    serve(eb);
+    pthread_mutex_lock(&eb->lock);
+    if (eb->live_head != NULL)
+        esbulk__log(&eb->log, ESBULK_LOG_ERR, "close",
+                    "internal error: documents without a result after close");
+    eb->flushers--;
+    eb->closed = 1;
+    pthread_mutex_unlock(&eb->lock);
+    return err;
+}
+
+void esbulk_destroy(esbulk_t *eb)
+{
+    if (eb == NULL)
+        return;
+    esbulk_close(eb, 0);
+    esbulk_topology_destroy(eb->topo);
+    esbulk__http_opts_free(&eb->http);
+    esbulk__urls_free(eb->seeds, eb->nseeds);
+    free(eb->node_stats);
+    pthread_mutex_destroy(&eb->lock);
+    pthread_cond_destroy(&eb->cond_space);
+    pthread_cond_destroy(&eb->cond_results);
+    esbulk_conf_destroy(eb->conf);
+    free(eb);
+}
+
+int64_t esbulk_pending(esbulk_t *eb)
+{
+    int64_t n;
+
+    if (eb == NULL)
+        return 0;
+    pthread_mutex_lock(&eb->lock);
+    n = (int64_t)eb->buffered_docs;
+    pthread_mutex_unlock(&eb->lock);
+    return n;
+}
+
+char *esbulk_stats_json(esbulk_t *eb)
+{
+    json_t *root, *nodes = NULL;
+    char *out;
+
+    if (eb == NULL)
+        return NULL;
+    root = json_object();
+    if (root == NULL)
+        return NULL;
+    pthread_mutex_lock(&eb->lock);
+#define STAT(name) json_object_set_new(root, #name, json_integer((json_int_t)eb->stats.name))
+    STAT(added);
+    STAT(indexed);
+    STAT(failed);
+    STAT(possibly);
+    STAT(retried);
+    STAT(unrouted);
+    STAT(requests);
+    STAT(http_429);
+    STAT(item_429);
+    STAT(split_413);
+    STAT(expired);
+    STAT(closed);
+#undef STAT
+    json_object_set_new(root, "bytes_uncompressed", json_integer((json_int_t)eb->stats.bytes_raw));
+    json_object_set_new(root, "bytes_sent", json_integer((json_int_t)eb->stats.bytes_sent));
+    json_object_set_new(root, "pending", json_integer((json_int_t)eb->buffered_docs));
+    json_object_set_new(root, "buffered_bytes", json_integer((json_int_t)eb->buffered_bytes));
+    if (eb->node_stats != NULL)
+        nodes = json_loads(eb->node_stats, 0, NULL);
+    pthread_mutex_unlock(&eb->lock);
+    json_object_set_new(root, "nodes", nodes ? nodes : json_array());
+    out = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return out;
+}

@@ -1,0 +1,191 @@
+/* Bulk request lines. */
+#include "ndjson.h"
+
+#include <jansson.h>
+#include <string.h>
+#include <xxhash.h>
+
+static const char hexdigits[] = "0123456789abcdef";
+
+esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
+{
+    size_t i, start = 0;
+    esbulk_err_t err;
+
+    if ((err = esbulk__buf_addc(buf, '"')) != ESBULK_OK)
+        return err;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[7];
+        size_t n = 2;
+
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        if (i > start && (err = esbulk__buf_add(buf, s + start, i - start)) != ESBULK_OK)
+            return err;
+        esc[0] = '\\';
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hexdigits[c >> 4];
+            esc[5] = hexdigits[c & 15];
+            n = 6;
+        }
+        if ((err = esbulk__buf_add(buf, esc, n)) != ESBULK_OK)
+            return err;
+        start = i + 1;
+    }
+    if (len > start && (err = esbulk__buf_add(buf, s + start, len - start)) != ESBULK_OK)
+        return err;
+    return esbulk__buf_addc(buf, '"');
+}
+
+esbulk_err_t esbulk__action_line(esbulk__buf_t *buf, esbulk_op_t op, const char *index,
+                                 size_t index_len, const char *id, size_t id_len,
+                                 const char *routing, size_t routing_len)
+{
+    static const char *const heads[] = {"{\"index\":{\"_index\":", "{\"create\":{\"_index\":",
+                                        "{\"update\":{\"_index\":", "{\"delete\":{\"_index\":"};
+    size_t mark = buf->len;
+    esbulk_err_t err;
+
+    if ((unsigned)op > ESBULK_OP_DELETE)
+        return ESBULK_ERR_INVALID_ARG;
+    if ((err = esbulk__buf_adds(buf, heads[op])) != ESBULK_OK ||
+        (err = esbulk__json_string(buf, index, index_len)) != ESBULK_OK)
+        goto fail;
+    if (id_len > 0 && ((err = esbulk__buf_adds(buf, ",\"_id\":")) != ESBULK_OK ||
+                       (err = esbulk__json_string(buf, id, id_len)) != ESBULK_OK))
+        goto fail;
+    if (routing_len > 0 && ((err = esbulk__buf_adds(buf, ",\"routing\":")) != ESBULK_OK ||
+                            (err = esbulk__json_string(buf, routing, routing_len)) != ESBULK_OK))
+        goto fail;
+    if ((err = esbulk__buf_add(buf, "}}\n", 3)) != ESBULK_OK)
+        goto fail;
+    return ESBULK_OK;
+fail:
+    buf->len = mark;
+    if (buf->data != NULL)
+        buf->data[mark] = '\0';
+    return err;
+}
+
+static int blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len, int validate,
+                               char *errstr, size_t errstr_size)
+{
+    size_t first = 0, last = len, mark = buf->len, i, start;
+    esbulk_err_t err;
+
+    while (first < len && blank(body[first]))
+        first++;
+    while (last > first && blank(body[last - 1]))
+        last--;
+    if (last - first < 2 || body[first] != '{' || body[last - 1] != '}') {
+        esbulk__errstr(errstr, errstr_size, "body is not a JSON object (it must start with '{' "
+                                            "and end with '}')");
+        return ESBULK_ERR_INVALID_JSON;
+    }
+    if (validate) {
+        json_error_t jerr;
+        json_t *j = json_loadb(body + first, last - first, 0, &jerr);
+
+        if (!json_is_object(j)) {
+            esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s at byte %d",
+                           j ? "not an object" : jerr.text, j ? 0 : jerr.position);
+            json_decref(j);
+            return ESBULK_ERR_INVALID_JSON;
+        }
+        json_decref(j);
+    }
+    start = first;
+    for (i = first; i < last; i++) {
+        if (body[i] != '\n' && body[i] != '\r')
+            continue;
+        if (i > start && (err = esbulk__buf_add(buf, body + start, i - start)) != ESBULK_OK)
+            goto fail;
+        start = i + 1;
+    }
+    if (last > start && (err = esbulk__buf_add(buf, body + start, last - start)) != ESBULK_OK)
+        goto fail;
+    if ((err = esbulk__buf_addc(buf, '\n')) != ESBULK_OK)
+        goto fail;
+    return ESBULK_OK;
+fail:
+    buf->len = mark;
+    if (buf->data != NULL)
+        buf->data[mark] = '\0';
+    esbulk__errstr(errstr, errstr_size, "%s", esbulk_err2str(err));
+    return err;
+}
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Unpadded base64url of n bytes (n a multiple of 3, or the tail handled). */
+static size_t b64(char *out, const unsigned char *in, size_t n)
+{
+    size_t i, o = 0;
+
+    for (i = 0; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+        out[o++] = b64url[(v >> 6) & 63];
+        out[o++] = b64url[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+        out[o++] = b64url[(v >> 6) & 63];
+    }
+    out[o] = '\0';
+    return o;
+}
+
+void esbulk__id_time(char out[21], int64_t epoch_ms, uint32_t seq, uint64_t node_tag)
+{
+    unsigned char b[15];
+    int i;
+
+    /* Big-endian time first: ids sort by time, and share prefixes (as the
+     * server's own generator arranges for Lucene's terms dictionary). */
+    for (i = 0; i < 6; i++)
+        b[i] = (unsigned char)((uint64_t)epoch_ms >> (40 - 8 * i));
+    b[6] = (unsigned char)(seq >> 16);
+    b[7] = (unsigned char)(seq >> 8);
+    b[8] = (unsigned char)seq;
+    for (i = 0; i < 6; i++)
+        b[9 + i] = (unsigned char)(node_tag >> (40 - 8 * i));
+    b64(out, b, sizeof(b));
+}
+
+void esbulk__id_content(char out[23], const char *body, size_t len)
+{
+    XXH128_hash_t h = XXH3_128bits(body, len);
+    unsigned char b[16];
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(h.high64 >> (56 - 8 * i));
+        b[8 + i] = (unsigned char)(h.low64 >> (56 - 8 * i));
+    }
+    b64(out, b, sizeof(b));
+}

@@ -1,0 +1,66 @@
+/* The _bulk response parser: classifies one HTTP answer (status + body) and
+ * each of its items for the retry logic. Pure code over plain data, no I/O. */
+#ifndef ESBULK_RESPONSE_H
+#define ESBULK_RESPONSE_H
+
+#include "common.h"
+
+/* Server strings kept for errors (error_type, error_reason) are cut to at
+ * most this many bytes, at a UTF-8 boundary, ending in "...": a batch's
+ * results must not hold one copy of a megabyte reason per document. */
+#define ESBULK__RESP_REASON_MAX 2048
+/* A body that is not a JSON error is quoted up to this many bytes. */
+#define ESBULK__RESP_TEXT_MAX 200
+
+typedef enum {
+    ESBULK__RESP_OK = 0,          /* 2xx with one item per document: see items[] */
+    ESBULK__RESP_RETRY,           /* whole request not applied, retry: HTTP 429, 503 */
+    ESBULK__RESP_RETRY_AMBIGUOUS, /* may have been applied: HTTP 500, 502, 504 (and any
+                                     other 5xx); a 2xx whose body is truncated, not JSON,
+                                     lacks "items", has the wrong item count, or has an
+                                     item without a status; an HTTP status outside
+                                     100..599 */
+    ESBULK__RESP_SPLIT,           /* HTTP 413: split the batch and resend the halves */
+    ESBULK__RESP_FAIL             /* whole request refused, not applied: 400, 401, 403,
+                                     404, 405, other 4xx; 1xx and 3xx */
+} esbulk__resp_class_t;
+
+typedef enum { ESBULK__ITEM_OK = 0, ESBULK__ITEM_RETRY, ESBULK__ITEM_FAIL } esbulk__item_class_t;
+
+typedef struct {
+    esbulk__item_class_t klass;
+    int32_t status;              /* item status */
+    char *index, *id, *result;   /* malloc'ed, NULL when absent */
+    char *error_type, *error_reason; /* malloc'ed, NULL when no error (or absent from it) */
+    int64_t seq_no, primary_term, version; /* -1 when absent */
+} esbulk__item_t;
+
+typedef struct {
+    esbulk__resp_class_t klass;
+    long http_status;
+    esbulk_err_t err;            /* for FAIL: ESBULK_ERR_AUTH (401/403) or ESBULK_ERR_HTTP; for
+                                    RETRY_AMBIGUOUS from a bad 2xx body or a bad status:
+                                    ESBULK_ERR_BAD_RESPONSE; else ESBULK_OK */
+    char *error_type, *error_reason; /* top-level error from the body when present (ES/OS shape
+                                    {"error":{"type","reason"},"status"}, {"error":"text"}, or
+                                    a plain-text body's first 200 bytes), else a library
+                                    explanation such as "response truncated or not JSON",
+                                    "3 items for 4 documents". When klass != OK, error_reason
+                                    is never NULL; error_type may be. Both NULL when OK. */
+    esbulk__item_t *items;       /* expected_items entries when klass == OK, else NULL */
+    size_t nitems;
+} esbulk__resp_t;
+
+/* Parses one _bulk answer: http_status, and body[0..body_len) (not
+ * NUL-terminated; NULL when body_len is 0). Returns ESBULK_OK (the
+ * classification is in out->klass; free it with esbulk__response_free) or
+ * ESBULK_ERR_NOMEM (then out holds nothing to free). retry_cluster_block:
+ * treat item 403 cluster_block_exception as retryable. Thread-safe. */
+esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t body_len,
+                                    size_t expected_items, int retry_cluster_block,
+                                    esbulk__resp_t *out);
+
+/* Frees what out holds and zeroes it. NULL and a zeroed resp are accepted. */
+void esbulk__response_free(esbulk__resp_t *resp);
+
+#endif
