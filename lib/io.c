@@ -740,8 +740,11 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
                             "version conflict on a retry after an attempt that broke: most "
                             "likely created by that attempt");
                 } else {
+                    char why[64];
+                    snprintf(why, sizeof(why), "the server answered status %d for this document",
+                             (int)it->status);
                     deliver(eb, d, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, it->status,
-                            it->error_type, it->error_reason);
+                            it->error_type, it->error_reason ? it->error_reason : why);
                 }
             }
             break;

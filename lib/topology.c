@@ -23,7 +23,13 @@ struct esbulk_topology_s {
     esbulk__index_t **indices;
     int nindices;
     int logged_state_forbidden, logged_seeds_only, logged_nodes_forbidden;
+    /* the last failed cluster fetch: not tried again for CLUSTER_RETRY_MS */
+    int64_t cluster_fail_ms;
+    esbulk_err_t cluster_fail_err;
+    char cluster_fail_msg[256];
 };
+
+#define CLUSTER_RETRY_MS 500
 
 /* ------------------------------------------------------------------------- */
 /* Snapshots */
@@ -1001,11 +1007,27 @@ esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,
         pthread_mutex_unlock(&topo->lock);
         return ESBULK_OK;
     }
+    if (!force && topo->cluster_fail_ms != 0 &&
+        esbulk__now_ms() - topo->cluster_fail_ms < CLUSTER_RETRY_MS) {
+        /* a cluster that just failed to answer is not asked again at once */
+        err = topo->cluster_fail_err;
+        esbulk__errstr(errstr, errstr_size, "%s", topo->cluster_fail_msg);
+        pthread_mutex_unlock(&topo->lock);
+        return err;
+    }
     pthread_mutex_unlock(&topo->lock);
     err = fetch_cluster(topo, &c, errstr, errstr_size);
-    if (err != ESBULK_OK)
+    if (err != ESBULK_OK) {
+        pthread_mutex_lock(&topo->lock);
+        topo->cluster_fail_ms = esbulk__now_ms();
+        topo->cluster_fail_err = err;
+        snprintf(topo->cluster_fail_msg, sizeof(topo->cluster_fail_msg), "%s",
+                 errstr != NULL && errstr_size > 0 ? errstr : esbulk_err2str(err));
+        pthread_mutex_unlock(&topo->lock);
         return err;
+    }
     pthread_mutex_lock(&topo->lock);
+    topo->cluster_fail_ms = 0;
     esbulk__cluster_release(topo->cluster);
     topo->cluster = cluster_ref(c);
     topo->cluster_fetched_ms = esbulk__now_ms();

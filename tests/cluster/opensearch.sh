@@ -38,15 +38,20 @@
 #   ESBULK_JAVA            java binary (default: java on PATH; javac next to it)
 #   ESBULK_JAVA_OPTS       extra JVM flags for every node (word-split)
 #   ESBULK_M2_REPO         optional Maven local repository (default ~/.m2/repository)
+#   ESBULK_OS_HTTP_BASE, ESBULK_OS_TRANSPORT_BASE, ESBULK_OS_CLUSTER_NAME
+#                          ports and name of a second cluster (defaults 19200,
+#                          19300, esbulk-os); give it its own ESBULK_CLUSTER_DIR
 #
 # Logs: $ESBULK_CLUSTER_DIR/logs/os-node-I.log (stdout+stderr of that JVM),
 # kept after stop; a new `start` moves the previous one to os-node-I.log.prev.
 set -euo pipefail
 
 readonly OS_VERSION=2.19.6
-readonly CLUSTER_NAME=esbulk-os
-readonly HTTP_BASE=19200
-readonly TRANSPORT_BASE=19300
+# A second, independent cluster (the 429 test's tiny one) sets these three and
+# its own ESBULK_CLUSTER_DIR.
+readonly CLUSTER_NAME=${ESBULK_OS_CLUSTER_NAME:-esbulk-os}
+readonly HTTP_BASE=${ESBULK_OS_HTTP_BASE:-19200}
+readonly TRANSPORT_BASE=${ESBULK_OS_TRANSPORT_BASE:-19300}
 readonly LAUNCHER_CLASS=esbulk.os.OsNodeLauncher
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -1,0 +1,455 @@
+/* Engine unit tests without a cluster: flush thresholds with injected time,
+ * the retry policy, action-line escaping, body checks, client ids, queue
+ * full and blocking add, and close with pending documents. */
+#include "engine.h"
+#include "ndjson.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------- */
+
+START_TEST(test_flush_thresholds)
+{
+    esbulk__flush_policy_t p = {1000, 10, 500};
+
+    ck_assert(!esbulk__should_flush(&p, 0, 0, 0, 1000000, 1)); /* nothing to send */
+    ck_assert(!esbulk__should_flush(&p, 9, 999, 1000, 1499, 0));
+    ck_assert(esbulk__should_flush(&p, 10, 10, 1000, 1000, 0));   /* count */
+    ck_assert(esbulk__should_flush(&p, 1, 1000, 1000, 1000, 0));  /* bytes */
+    ck_assert(esbulk__should_flush(&p, 1, 1, 1000, 1500, 0));     /* age */
+    ck_assert(esbulk__should_flush(&p, 1, 1, 1000, 1001, 1));     /* flush in progress */
+    ck_assert_int_eq(esbulk__flush_due_ms(&p, 3, 1000), 1500);
+    ck_assert_int_eq(esbulk__flush_due_ms(&p, 0, 1000), INT64_MAX);
+}
+END_TEST
+
+START_TEST(test_backoff)
+{
+    int32_t a;
+
+    /* full jitter: 0 with rnd 0, the ceiling with rnd max */
+    for (a = 1; a <= 20; a++) {
+        int64_t ceiling = 100;
+        int32_t i;
+        for (i = 1; i < a && ceiling < 10000; i++)
+            ceiling *= 2;
+        if (ceiling > 10000)
+            ceiling = 10000;
+        ck_assert_int_eq(esbulk__backoff_ms(a, 100, 10000, 0), 0);
+        ck_assert_int_eq(esbulk__backoff_ms(a, 100, 10000, UINT32_MAX), ceiling);
+        ck_assert_int_le(esbulk__backoff_ms(a, 100, 10000, 0x80000000u), ceiling / 2 + 1);
+    }
+    ck_assert_int_eq(esbulk__backoff_ms(1, 100, 10000, UINT32_MAX), 100);
+    ck_assert_int_eq(esbulk__backoff_ms(3, 100, 10000, UINT32_MAX), 400);
+    ck_assert_int_eq(esbulk__backoff_ms(30, 100, 10000, UINT32_MAX), 10000); /* cap */
+}
+END_TEST
+
+START_TEST(test_retry_decide)
+{
+    int64_t at = 0;
+
+    ck_assert_int_eq(esbulk__retry_decide(1, 3, 1000, 0, 100, 1000, UINT32_MAX, &at),
+                     ESBULK__RETRY_NOW);
+    ck_assert_int_eq(at, 1100);
+    ck_assert_int_eq(esbulk__retry_decide(3, 3, 1000, 0, 100, 1000, 0, &at), ESBULK__RETRY_NOW);
+    ck_assert_int_eq(esbulk__retry_decide(4, 3, 1000, 0, 100, 1000, 0, &at),
+                     ESBULK__RETRY_GIVE_UP_MAX);
+    ck_assert_int_eq(esbulk__retry_decide(1, 0, 1000, 0, 100, 1000, 0, &at),
+                     ESBULK__RETRY_GIVE_UP_MAX); /* retry.max 0: no retry */
+    /* the retry would land past the delivery deadline */
+    ck_assert_int_eq(esbulk__retry_decide(2, 10, 1000, 1150, 100, 1000, UINT32_MAX, &at),
+                     ESBULK__RETRY_GIVE_UP_DEADLINE);
+    ck_assert_int_eq(esbulk__retry_decide(2, 10, 1000, 5000, 100, 1000, UINT32_MAX, &at),
+                     ESBULK__RETRY_NOW);
+}
+END_TEST
+
+static char *action(esbulk_op_t op, const char *index, const char *id, size_t id_len,
+                    const char *routing)
+{
+    esbulk__buf_t b;
+
+    esbulk__buf_init(&b, 1 << 20);
+    ck_assert_int_eq(esbulk__action_line(&b, op, index, strlen(index), id, id_len, routing,
+                                         routing ? strlen(routing) : 0),
+                     ESBULK_OK);
+    return b.data;
+}
+
+START_TEST(test_action_line)
+{
+    char *s;
+
+    s = action(ESBULK_OP_INDEX, "logs", "1", 1, NULL);
+    ck_assert_str_eq(s, "{\"index\":{\"_index\":\"logs\",\"_id\":\"1\"}}\n");
+    free(s);
+    s = action(ESBULK_OP_CREATE, "a\"b", "x\\y\n\t\x01z", 7, "r\"");
+    ck_assert_str_eq(s, "{\"create\":{\"_index\":\"a\\\"b\",\"_id\":\"x\\\\y\\n\\t\\u0001z\","
+                        "\"routing\":\"r\\\"\"}}\n");
+    free(s);
+    s = action(ESBULK_OP_UPDATE, "i", "\xe4\xb8\xad\xf0\x9f\x98\x80", 7, NULL); /* UTF-8 as is */
+    ck_assert_str_eq(s, "{\"update\":{\"_index\":\"i\",\"_id\":\"\xe4\xb8\xad\xf0\x9f\x98\x80\"}}\n");
+    free(s);
+    s = action(ESBULK_OP_DELETE, "i", "\x7f\x1f", 2, NULL);
+    ck_assert_str_eq(s, "{\"delete\":{\"_index\":\"i\",\"_id\":\"\x7f\\u001f\"}}\n");
+    free(s);
+    s = action(ESBULK_OP_INDEX, "i", NULL, 0, NULL); /* no id: server assigns */
+    ck_assert_str_eq(s, "{\"index\":{\"_index\":\"i\"}}\n");
+    free(s);
+    {
+        /* every escaped action line parses back to the same strings */
+        json_t *j;
+        char id[64];
+        int c;
+        for (c = 0; c < 32; c++)
+            id[c] = (char)(c + 1);
+        s = action(ESBULK_OP_INDEX, "i", id, 31, NULL);
+        j = json_loads(s, 0, NULL);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_int_eq(json_string_length(json_object_get(json_object_get(j, "index"), "_id")), 31);
+        ck_assert_int_eq(memcmp(json_string_value(json_object_get(json_object_get(j, "index"), "_id")), id, 31), 0);
+        json_decref(j);
+        free(s);
+    }
+}
+END_TEST
+
+static esbulk_err_t body(const char *in, int validate, char **out)
+{
+    esbulk__buf_t b;
+    char errstr[256];
+    esbulk_err_t err;
+
+    esbulk__buf_init(&b, 1 << 20);
+    err = esbulk__body_line(&b, in, strlen(in), validate, errstr, sizeof(errstr));
+    *out = b.data;
+    return err;
+}
+
+START_TEST(test_body_line)
+{
+    char *s = NULL;
+
+    ck_assert_int_eq(body("{\"a\":1}", 0, &s), ESBULK_OK);
+    ck_assert_str_eq(s, "{\"a\":1}\n");
+    free(s);
+    /* pretty-printed input is compacted: raw CR/LF are whitespace in JSON */
+    ck_assert_int_eq(body("{\r\n  \"a\": 1,\n  \"b\": \"x\\ny\"\n}\n", 1, &s), ESBULK_OK);
+    ck_assert_str_eq(s, "{  \"a\": 1,  \"b\": \"x\\ny\"}\n");
+    free(s);
+    s = NULL;
+    ck_assert_int_eq(body("[1,2]", 0, &s), ESBULK_ERR_INVALID_JSON);
+    free(s);
+    s = NULL;
+    ck_assert_int_eq(body("\"str\"", 0, &s), ESBULK_ERR_INVALID_JSON);
+    free(s);
+    s = NULL;
+    ck_assert_int_eq(body("{", 0, &s), ESBULK_ERR_INVALID_JSON);
+    free(s);
+    s = NULL;
+    /* shape passes, content does not: caught only with body.validate */
+    ck_assert_int_eq(body("{\"a\":}", 0, &s), ESBULK_OK);
+    free(s);
+    s = NULL;
+    ck_assert_int_eq(body("{\"a\":}", 1, &s), ESBULK_ERR_INVALID_JSON);
+    free(s);
+}
+END_TEST
+
+START_TEST(test_ids)
+{
+    char a[21], b[21], c[23], d[23];
+    size_t i;
+
+    esbulk__id_time(a, 1764670000000, 1, 0x123456789abcull);
+    esbulk__id_time(b, 1764670000000, 2, 0x123456789abcull);
+    ck_assert_int_eq(strlen(a), 20);
+    ck_assert_str_ne(a, b);
+    ck_assert_int_lt(strcmp(a, b), 0);           /* time-ordered within a ms */
+    esbulk__id_time(b, 1764670000001, 0, 0x123456789abcull);
+    ck_assert_int_lt(strcmp(a, b), 0);           /* and across ms */
+    for (i = 0; i < 20; i++)
+        ck_assert(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", a[i]));
+    esbulk__id_content(c, "{\"a\":1}", 7);
+    esbulk__id_content(d, "{\"a\":1}", 7);
+    ck_assert_int_eq(strlen(c), 22);
+    ck_assert_str_eq(c, d);                      /* same body, same id */
+    esbulk__id_content(d, "{\"a\":2}", 7);
+    ck_assert_str_ne(c, d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------- */
+/* The handle against an address where nothing listens. */
+
+static int results_seen, closed_seen, failed_seen;
+static pthread_t poll_thread;
+static int wrong_thread;
+
+static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    (void)eb;
+    (void)opaque;
+    results_seen++;
+    if (!pthread_equal(pthread_self(), poll_thread))
+        wrong_thread++;
+    if (esbulk_result_err(r) == ESBULK_ERR_CLOSED)
+        closed_seen++;
+    if (esbulk_result_outcome(r) == ESBULK_OUTCOME_FAILED)
+        failed_seen++;
+}
+
+static esbulk_t *dead_handle_b(const char *max_docs, const char *enqueue_ms, const char *retry_max,
+                               const char *backoff_ms)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[256];
+    esbulk_t *eb;
+
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", errstr, sizeof(errstr)), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "100000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", max_docs, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "enqueue.timeout.ms", enqueue_ms, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", retry_max, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.ms", backoff_ms, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.max.ms", backoff_ms, NULL, 0), 0);
+    esbulk_conf_set_result_cb(conf, on_result);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+    results_seen = closed_seen = failed_seen = wrong_thread = 0;
+    poll_thread = pthread_self();
+    return eb;
+}
+
+static esbulk_t *dead_handle(const char *max_docs, const char *enqueue_ms, const char *retry_max)
+{
+    return dead_handle_b(max_docs, enqueue_ms, retry_max, "10");
+}
+
+static esbulk_err_t add_one(esbulk_t *eb, int i)
+{
+    char id[16], errstr[256];
+
+    snprintf(id, sizeof(id), "id%d", i);
+    return esbulk_add(eb, ESBULK_OP_INDEX, "idx", id, strlen(id), NULL, 0, "{\"a\":1}", 7,
+                      (void *)(intptr_t)i, errstr, sizeof(errstr));
+}
+
+START_TEST(test_add_errors)
+{
+    esbulk_t *eb = dead_handle("100", "0", "0");
+    char errstr[256], big[64];
+
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, NULL, NULL, 0, NULL, 0, "{}", 2, NULL,
+                                errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "\xff", 1, NULL, 0, "{}", 2, NULL,
+                                errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, "\xc0\x80", 2, "{}", 2, NULL,
+                                errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "\xe4\xb8", NULL, 0, NULL, 0, "{}", 2, NULL,
+                                errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, NULL, 0, "[]", 2, NULL, errstr,
+                                sizeof(errstr)), ESBULK_ERR_INVALID_JSON);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, NULL, 0, NULL, 0, NULL, errstr,
+                                sizeof(errstr)), ESBULK_ERR_INVALID_JSON);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_DELETE, "i", NULL, 0, NULL, 0, NULL, 0, NULL, errstr,
+                                sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_DELETE, "i", "a", 1, NULL, 0, "{}", 2, NULL, errstr,
+                                sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_add(eb, (esbulk_op_t)9, "i", "a", 1, NULL, 0, "{}", 2, NULL, errstr,
+                                sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    esbulk_destroy(eb);
+    /* max.doc.bytes */
+    {
+        esbulk_conf_t *conf = esbulk_conf_new();
+        esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", NULL, 0);
+        esbulk_conf_set(conf, "max.doc.bytes", "16", NULL, 0);
+        eb = esbulk_new(conf, errstr, sizeof(errstr));
+        esbulk_conf_destroy(conf);
+        memset(big, ' ', sizeof(big));
+        big[0] = '{';
+        big[62] = '}';
+        big[63] = '\0';
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, NULL, 0, big, strlen(big),
+                                    NULL, errstr, sizeof(errstr)), ESBULK_ERR_DOC_TOO_LARGE);
+        ck_assert_ptr_nonnull(strstr(errstr, "max.doc.bytes"));
+        ck_assert_int_eq(esbulk_pending(eb), 0);
+        esbulk_destroy(eb);
+    }
+    /* no result was delivered for any refused document */
+    ck_assert_int_eq(results_seen, 0);
+}
+END_TEST
+
+START_TEST(test_queue_full_at_once)
+{
+    /* retries far apart: nothing is delivered before the close */
+    esbulk_t *eb = dead_handle_b("10", "0", "100", "100000");
+    int i;
+
+    for (i = 0; i < 10; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(add_one(eb, 10), ESBULK_ERR_QUEUE_FULL);
+    ck_assert_int_eq(esbulk_pending(eb), 10);
+    ck_assert_int_eq(esbulk_close(eb, 300), ESBULK_ERR_TIMED_OUT);
+    /* close: every accepted document got exactly one result */
+    ck_assert_int_eq(results_seen, 10);
+    ck_assert_int_eq(closed_seen, 10);
+    ck_assert_int_eq(failed_seen, 10);
+    ck_assert_int_eq(wrong_thread, 0);
+    ck_assert_int_eq(add_one(eb, 11), ESBULK_ERR_CLOSED);
+    esbulk_destroy(eb);
+}
+END_TEST
+
+START_TEST(test_queue_full_after_timeout)
+{
+    esbulk_t *eb = dead_handle("5", "300", "0");
+    int64_t t0;
+    int i;
+
+    for (i = 0; i < 5; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    t0 = esbulk__now_ms();
+    ck_assert_int_eq(add_one(eb, 5), ESBULK_ERR_QUEUE_FULL);
+    ck_assert_int_ge(esbulk__now_ms() - t0, 250); /* it waited enqueue.timeout.ms */
+    esbulk_destroy(eb);
+    ck_assert_int_eq(results_seen, 5);
+}
+END_TEST
+
+typedef struct {
+    esbulk_t *eb;
+    esbulk_err_t err;
+    int64_t waited_ms;
+} adder_t;
+
+static void *blocked_adder(void *arg)
+{
+    adder_t *a = arg;
+    int64_t t0 = esbulk__now_ms();
+
+    a->err = add_one(a->eb, 99);
+    a->waited_ms = esbulk__now_ms() - t0;
+    return NULL;
+}
+
+/* A full buffer blocks an add until results free space. */
+START_TEST(test_blocking_add_unblocks)
+{
+    esbulk_t *eb = dead_handle("3", "10000", "0");
+    adder_t a = {eb, ESBULK_ERR_INVALID_ARG, 0};
+    pthread_t t;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    pthread_create(&t, NULL, blocked_adder, &a);
+    usleep(300000);
+    ck_assert_int_eq(esbulk_pending(eb), 3); /* the fourth is still waiting */
+    /* flush: sending fails at once (nothing listens; retry.max 0), the
+     * results are served here, and that frees space for the fourth */
+    ck_assert_int_eq(esbulk_flush(eb, 10000), ESBULK_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(a.err, ESBULK_OK);
+    ck_assert_int_ge(a.waited_ms, 250);
+    ck_assert_int_eq(esbulk_flush(eb, 10000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 4);
+    ck_assert_int_eq(failed_seen, 4);
+    ck_assert_int_eq(esbulk_pending(eb), 0);
+    esbulk_destroy(eb);
+}
+END_TEST
+
+/* A document that cannot be delivered is retried retry.max times, then
+ * reported with the reason. */
+START_TEST(test_retries_exhausted)
+{
+    esbulk_t *eb = dead_handle("100", "0", "2");
+    char *stats;
+
+    ck_assert_int_eq(add_one(eb, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_flush(eb, 20000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 1);
+    ck_assert_int_eq(failed_seen, 1);
+    stats = esbulk_stats_json(eb);
+    ck_assert_ptr_nonnull(strstr(stats, "\"retried\":2"));
+    ck_assert_ptr_nonnull(strstr(stats, "\"failed\":1"));
+    esbulk_free(stats);
+    esbulk_destroy(eb);
+}
+END_TEST
+
+static esbulk_err_t last_err;
+static int32_t last_attempts;
+static char last_reason[512];
+
+static void on_result_keep(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    on_result(eb, r, opaque);
+    last_err = esbulk_result_err(r);
+    last_attempts = esbulk_result_attempts(r);
+    snprintf(last_reason, sizeof(last_reason), "%s",
+             esbulk_result_error_reason(r) ? esbulk_result_error_reason(r) : "");
+}
+
+START_TEST(test_result_fields_on_exhaustion)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[256];
+    esbulk_t *eb;
+
+    esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", NULL, 0);
+    esbulk_conf_set(conf, "retry.max", "1", NULL, 0);
+    esbulk_conf_set(conf, "retry.backoff.ms", "5", NULL, 0);
+    esbulk_conf_set_result_cb(conf, on_result_keep);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    esbulk_conf_destroy(conf);
+    results_seen = 0;
+    poll_thread = pthread_self();
+    ck_assert_int_eq(add_one(eb, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_flush(eb, 20000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 1);
+    ck_assert_int_eq(last_err, ESBULK_ERR_RETRIES_EXHAUSTED);
+    ck_assert_int_eq(last_attempts, 2);
+    ck_assert_ptr_nonnull(strstr(last_reason, "127.0.0.1:1"));
+    esbulk_destroy(eb);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *pure = tcase_create("pure"), *handle = tcase_create("handle");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(pure, test_flush_thresholds);
+    tcase_add_test(pure, test_backoff);
+    tcase_add_test(pure, test_retry_decide);
+    tcase_add_test(pure, test_action_line);
+    tcase_add_test(pure, test_body_line);
+    tcase_add_test(pure, test_ids);
+    tcase_set_timeout(handle, 60);
+    tcase_add_test(handle, test_add_errors);
+    tcase_add_test(handle, test_queue_full_at_once);
+    tcase_add_test(handle, test_queue_full_after_timeout);
+    tcase_add_test(handle, test_blocking_add_unblocks);
+    tcase_add_test(handle, test_retries_exhausted);
+    tcase_add_test(handle, test_result_fields_on_exhaustion);
+    suite_add_tcase(s, pure);
+    suite_add_tcase(s, handle);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
