@@ -106,7 +106,8 @@ struct esbulk_s {
     int abort_all;                  /* close timed out: fail whatever is left */
     int terminate;                  /* the I/O thread should exit */
     int closed;
-    int serving;                    /* a thread is inside poll/flush/close */
+    int serving;                    /* serving_thread is running callbacks */
+    pthread_t serving_thread;
     char *node_stats;               /* per-node JSON snapshot from the I/O thread */
     struct {
         uint64_t added, indexed, failed, possibly, retried, unrouted, requests, http_429,

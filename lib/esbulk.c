@@ -301,9 +301,12 @@ static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, si
     struct timespec until;
     int was_empty;
 
+    pthread_mutex_lock(&eb->lock);
+    /* inside a result callback only this thread could free space: never wait */
+    if (eb->serving && pthread_equal(eb->serving_thread, pthread_self()))
+        wait_ms = 0;
     if (wait_ms > 0)
         deadline_from_now(&until, wait_ms);
-    pthread_mutex_lock(&eb->lock);
     for (;;) {
         if (eb->closing || eb->closed) {
             pthread_mutex_unlock(&eb->lock);
@@ -415,9 +418,20 @@ static int32_t serve(esbulk_t *eb)
     pthread_mutex_lock(&eb->lock);
     q = eb->results;
     memset(&eb->results, 0, sizeof(eb->results));
+    /* served documents stop counting against buffer.max.docs before their
+     * callbacks run, so that a callback can re-queue without waiting */
+    eb->buffered_docs -= q.count;
+    if (q.count > 0)
+        pthread_cond_broadcast(&eb->cond_space);
+    eb->serving_thread = pthread_self();
+    eb->serving = 1;
     pthread_mutex_unlock(&eb->lock);
-    if (q.head == NULL)
+    if (q.head == NULL) {
+        pthread_mutex_lock(&eb->lock);
+        eb->serving = 0;
+        pthread_mutex_unlock(&eb->lock);
         return 0;
+    }
 
     for (d = q.head; d != NULL; d = d->next) {
         if (eb->conf->results_cb != NULL) {
@@ -436,9 +450,8 @@ static int32_t serve(esbulk_t *eb)
         next = d->next;
         if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
         if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
-        eb->buffered_docs--;
     }
-    pthread_cond_broadcast(&eb->cond_space);
+    eb->serving = 0;
     pthread_mutex_unlock(&eb->lock);
     for (d = q.head; d != NULL; d = next) {
         next = d->next;

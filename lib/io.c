@@ -687,6 +687,8 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
         return;
     }
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    esbulk__log(&eb->log, ESBULK_LOG_DEBUG, "io", "%s: %zu documents, %zu bytes: HTTP %ld in %lld ms",
+                r->target->url, r->ndocs, r->body.len, status, (long long)(now - r->start_ms));
     {
         esbulk__resp_t resp;
         esbulk__doc_t **docs = r->docs;

@@ -514,6 +514,9 @@ static esbulk_err_t fetch_cluster(esbulk_topology_t *topo, esbulk__cluster_t **o
                         "URLs only, still grouped by shard");
     }
 done:
+    esbulk__log(&topo->log, ESBULK_LOG_INFO, "topology", "cluster: %s %s, %d nodes, sending to %s",
+                c->distribution, c->version, c->nnodes,
+                c->seeds_only ? "the seed URLs" : "each node's HTTP address");
     err = ESBULK_OK;
     *out = c;
     c = NULL;
@@ -905,6 +908,15 @@ done:
     }
     e->cluster = cluster_ref(c);
     e->fetched_ms = esbulk__now_ms();
+    if (e->state == ESBULK__IDX_OK)
+        esbulk__log(&topo->log, ESBULK_LOG_DEBUG, "topology",
+                    "index %s -> %s: %d shards, routing_num_shards %d, partition %d, %s function",
+                    name, e->write_index, (int)e->layout.shards,
+                    (int)esbulk_layout_routing_shards(&e->layout), (int)e->layout.partition_size,
+                    e->layout.fn == ESBULK_ROUTE_MOD ? "mod" : "legacy");
+    else
+        esbulk__log(&topo->log, ESBULK_LOG_DEBUG, "topology", "index %s: not routed: %s", name,
+                    e->reason);
     *out = e;
     e = NULL;
     err = ESBULK_OK;

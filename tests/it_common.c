@@ -1,0 +1,130 @@
+/* Shared by the integration tests (see it_common.h). */
+#define _GNU_SOURCE 1
+#include "it_common.h"
+
+#include <curl/curl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *base_url;
+int passed, failed;
+
+
+
+
+void check(int ok, const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("%s: ", ok ? "PASS" : "FAIL");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
+void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("FAIL: ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n%d passed, %d failed\n", passed, failed + 1);
+    exit(1);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A small admin client (the test's own, independent of the library). */
+
+typedef struct {
+    char *data;
+    size_t len;
+} body_t;
+
+static size_t on_data(char *p, size_t s, size_t n, void *ud)
+{
+    body_t *b = ud;
+    char *grown = realloc(b->data, b->len + s * n + 1);
+
+    if (grown == NULL)
+        return 0;
+    b->data = grown;
+    memcpy(b->data + b->len, p, s * n);
+    b->len += s * n;
+    b->data[b->len] = '\0';
+    return s * n;
+}
+
+/* Sends a request; returns the decoded JSON answer (NULL if not JSON). */
+json_t *req(const char *method, const char *path, const char *body, long *status)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    body_t b = {NULL, 0};
+    char url[4096];
+    json_t *j = NULL;
+    CURLcode rc;
+
+    snprintf(url, sizeof(url), "%s%s", base_url, path);
+    h = curl_slist_append(h, strstr(path, "_bulk") ? "Content-Type: application/x-ndjson"
+                                                   : "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    if (body != NULL)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    rc = curl_easy_perform(c);
+    if (rc != CURLE_OK)
+        die("%s %s: %s", method, path, curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    if (b.data != NULL)
+        j = json_loads(b.data, JSON_DECODE_ANY, NULL);
+    if (*status >= 400 && getenv("IT_VERBOSE"))
+        fprintf(stderr, "%s %s -> %ld %s\n", method, path, *status, b.data ? b.data : "");
+    free(b.data);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return j;
+}
+
+/* A request that must succeed (2xx). */
+json_t *must(const char *method, const char *path, const char *body)
+{
+    long status = 0;
+    json_t *j = req(method, path, body, &status);
+
+    if (status < 200 || status > 299) {
+        char *dump = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        die("%s %s: HTTP %ld %s", method, path, status, dump ? dump : "");
+    }
+    return j;
+}
+
+void must_ok(const char *method, const char *path, const char *body)
+{
+    json_decref(must(method, path, body));
+}
+
+void wait_green(void)
+{
+    must_ok("GET", "/_cluster/health?wait_for_status=green&wait_for_no_relocating_shards=true"
+                   "&wait_for_no_initializing_shards=true&timeout=120s", NULL);
+}
+
+int finish(void)
+{
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,24 @@
+/* Shared by the integration tests: PASS/FAIL reporting and a small admin
+ * client (the tests' own, independent of the library) for the real cluster. */
+#ifndef ESBULK_IT_COMMON_H
+#define ESBULK_IT_COMMON_H
+
+#include <jansson.h>
+
+extern const char *base_url; /* the cluster's HTTP address */
+extern int passed, failed;
+
+/* One check: prints PASS/FAIL with the message and counts it. */
+void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A fatal failure: prints it, the totals, and exits 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* A request to base_url; returns the decoded JSON (NULL if none). */
+json_t *req(const char *method, const char *path, const char *body, long *status);
+/* A request that must answer 2xx (else die). */
+json_t *must(const char *method, const char *path, const char *body);
+void must_ok(const char *method, const char *path, const char *body);
+void wait_green(void);
+/* Prints the totals line and returns the exit status. */
+int finish(void);
+
+#endif

@@ -1,0 +1,507 @@
+/*
+ * Integration test of the bulk engine against the real cluster.
+ *
+ *   tests/it_engine URL            the main suite
+ *   tests/it_engine URL --rejections   against a cluster with a tiny write
+ *                                  queue: real 429s, nothing lost
+ *
+ * Main suite: 225,000 documents through every routing level (node, shard,
+ * off) with ids, without ids (client-generated) and with custom routing:
+ * each gets exactly one result, the index count after refresh equals the
+ * indexed results; mapping errors come back per document with the server's
+ * reason while the rest indexes; ordering=per_id keeps the last write of
+ * each id; gzip; update and delete results; an index created by the first
+ * write; credentials never appear in logs, errors, statistics or results.
+ */
+#define _GNU_SOURCE 1
+#include <esbulk.h>
+
+#include "it_common.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-document bookkeeping, indexed by the opaque. */
+typedef struct {
+    int results;
+    esbulk_outcome_t outcome;
+    int32_t status;
+    char error_type[64];
+    char reason[160];
+    char id[64];
+    char result[16];
+    int64_t seq_no;
+} seen_t;
+
+static seen_t *seen;
+static size_t nseen;
+static pthread_t main_thread;
+static int off_thread;
+
+static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    size_t i = (size_t)(uintptr_t)esbulk_result_opaque(r);
+    seen_t *s;
+
+    (void)eb;
+    (void)opaque;
+    if (!pthread_equal(pthread_self(), main_thread))
+        off_thread++;
+    if (i >= nseen)
+        return;
+    s = &seen[i];
+    s->results++;
+    s->outcome = esbulk_result_outcome(r);
+    s->status = esbulk_result_status(r);
+    s->seq_no = esbulk_result_seq_no(r);
+    snprintf(s->error_type, sizeof(s->error_type), "%s",
+             esbulk_result_error_type(r) ? esbulk_result_error_type(r) : "");
+    snprintf(s->reason, sizeof(s->reason), "%s",
+             esbulk_result_error_reason(r) ? esbulk_result_error_reason(r) : "");
+    snprintf(s->id, sizeof(s->id), "%s", esbulk_result_id(r) ? esbulk_result_id(r) : "");
+    snprintf(s->result, sizeof(s->result), "%s",
+             esbulk_result_result(r) ? esbulk_result_result(r) : "");
+}
+
+static void reset_seen(size_t n)
+{
+    free(seen);
+    seen = calloc(n, sizeof(*seen));
+    if (seen == NULL)
+        die("out of memory");
+    nseen = n;
+}
+
+/* Logs, kept to check that no secret shows. */
+static char *log_text;
+static size_t log_len;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_log(int32_t level, const char *fac, const char *msg, void *opaque)
+{
+    size_t n = strlen(fac) + strlen(msg) + 8;
+
+    (void)level;
+    (void)opaque;
+    pthread_mutex_lock(&log_lock);
+    log_text = realloc(log_text, log_len + n + 1);
+    log_len += (size_t)snprintf(log_text + log_len, n + 1, "%s: %s\n", fac, msg);
+    pthread_mutex_unlock(&log_lock);
+}
+
+static esbulk_t *handle(const char *const *kv)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[512];
+    esbulk_t *eb;
+
+    if (esbulk_conf_set(conf, "urls", base_url, errstr, sizeof(errstr)) != ESBULK_OK)
+        die("conf: %s", errstr);
+    for (; kv != NULL && kv[0] != NULL; kv += 2)
+        if (esbulk_conf_set(conf, kv[0], kv[1], errstr, sizeof(errstr)) != ESBULK_OK)
+            die("conf %s=%s: %s", kv[0], kv[1], errstr);
+    esbulk_conf_set_result_cb(conf, on_result);
+    esbulk_conf_set_log_cb(conf, on_log);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    esbulk_conf_destroy(conf);
+    if (eb == NULL)
+        die("esbulk_new: %s", errstr);
+    return eb;
+}
+
+static void fresh_index(const char *name, const char *mappings)
+{
+    char path[256], body[1024];
+    long status;
+
+    snprintf(path, sizeof(path), "/%s", name);
+    json_decref(req("DELETE", path, NULL, &status));
+    snprintf(body, sizeof(body),
+             "{\"settings\":{\"number_of_shards\":6,\"number_of_replicas\":0}%s%s}",
+             mappings ? ",\"mappings\":" : "", mappings ? mappings : "");
+    must_ok("PUT", path, body);
+}
+
+static long count_of(const char *index)
+{
+    char path[256];
+    json_t *j;
+    long n;
+
+    snprintf(path, sizeof(path), "/%s/_refresh", index);
+    must_ok("POST", path, NULL);
+    snprintf(path, sizeof(path), "/%s/_count", index);
+    j = must("GET", path, NULL);
+    n = (long)json_integer_value(json_object_get(j, "count"));
+    json_decref(j);
+    return n;
+}
+
+static json_t *stats_of(esbulk_t *eb)
+{
+    char *text = esbulk_stats_json(eb);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+    esbulk_free(text);
+    if (j == NULL)
+        die("stats are not JSON");
+    return j;
+}
+
+static long stat(json_t *st, const char *key)
+{
+    return (long)json_integer_value(json_object_get(st, key));
+}
+
+static void add_or_die(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
+                       const char *routing, const char *body, size_t i)
+{
+    char errstr[512];
+    esbulk_err_t err;
+
+    for (;;) {
+        err = esbulk_add(eb, op, index, id, id ? strlen(id) : 0, routing,
+                         routing ? strlen(routing) : 0, body, body ? strlen(body) : 0,
+                         (void *)(uintptr_t)i, errstr, sizeof(errstr));
+        if (err != ESBULK_ERR_QUEUE_FULL)
+            break;
+        esbulk_poll(eb, 100);
+    }
+    if (err != ESBULK_OK)
+        die("esbulk_add: %s", errstr);
+    if (i % 2000 == 0)
+        esbulk_poll(eb, 0);
+}
+
+/* Every document got exactly one result, and how many were indexed. */
+static size_t tally(size_t n, size_t *not_once, size_t *failed_out)
+{
+    size_t i, indexed = 0;
+
+    *not_once = 0;
+    *failed_out = 0;
+    for (i = 0; i < n; i++) {
+        if (seen[i].results != 1)
+            (*not_once)++;
+        else if (seen[i].outcome == ESBULK_OUTCOME_INDEXED)
+            indexed++;
+        else
+            (*failed_out)++;
+    }
+    return indexed;
+}
+
+/* ------------------------------------------------------------------------- */
+
+static void volume(const char *level, const char *mode, size_t n)
+{
+    static const char *const routings[] = {"tenant-a", "tenant-b", "tenant-\xe4\xb8\xad", "42"};
+    const char *kv[] = {"routing.level", level, "flush.docs", "500", "max.inflight.per.node", "2",
+                        NULL};
+    char index[64], id[48], body[160];
+    size_t i, not_once, nfail, indexed;
+    esbulk_t *eb;
+    json_t *st;
+    long count;
+    int64_t t0;
+
+    snprintf(index, sizeof(index), "it-eng-%s-%s", level, mode);
+    fresh_index(index, NULL);
+    reset_seen(n);
+    eb = handle(kv);
+    t0 = (int64_t)time(NULL);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "%s-%zu", mode, i * 2654435761u % 100000007u);
+        snprintf(body, sizeof(body), "{\"n\":%zu,\"mode\":\"%s\",\"text\":\"document number %zu\"}",
+                 i, mode, i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, strcmp(mode, "noids") == 0 ? NULL : id,
+                   strcmp(mode, "routing") == 0 ? routings[i % 4] : NULL, body, i);
+    }
+    check(esbulk_flush(eb, 120000) == ESBULK_OK, "%s/%s: flush returned in time", level, mode);
+    st = stats_of(eb);
+    esbulk_destroy(eb);
+    indexed = tally(n, &not_once, &nfail);
+    count = count_of(index);
+    check(not_once == 0, "%s/%s: each of %zu documents got exactly one result (%zu did not)",
+          level, mode, n, not_once);
+    check(indexed == n, "%s/%s: %zu indexed, %zu failed", level, mode, indexed, nfail);
+    check(count == (long)indexed, "%s/%s: index count %ld equals the %zu indexed results "
+          "(no duplicates, none lost)", level, mode, count, indexed);
+    if (strcmp(level, "off") != 0)
+        check(stat(st, "unrouted") == 0, "%s/%s: every document routed (unrouted %ld)", level,
+              mode, stat(st, "unrouted"));
+    if (strcmp(mode, "noids") == 0)
+        check(strlen(seen[0].id) == 20 && strlen(seen[n - 1].id) == 20,
+              "%s/%s: results carry the generated 20-character ids (%s)", level, mode, seen[0].id);
+    printf("  %s/%s: %zu documents, %ld requests, %lds\n", level, mode, n, stat(st, "requests"),
+           (long)((int64_t)time(NULL) - t0));
+    json_decref(st);
+}
+
+static void mapping_errors(void)
+{
+    const char *index = "it-eng-mapping";
+    size_t n = 2000, i, bad = 0, good = 0, reasons = 0, not_once, nfail;
+    char id[32], body[128];
+    esbulk_t *eb;
+
+    fresh_index(index, "{\"properties\":{\"n\":{\"type\":\"integer\"}}}");
+    reset_seen(n);
+    eb = handle(NULL);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "m%zu", i);
+        if (i % 20 == 7)
+            snprintf(body, sizeof(body), "{\"n\":\"not a number %zu\"}", i);
+        else
+            snprintf(body, sizeof(body), "{\"n\":%zu}", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
+    }
+    esbulk_flush(eb, 60000);
+    esbulk_destroy(eb);
+    tally(n, &not_once, &nfail);
+    for (i = 0; i < n; i++) {
+        if (i % 20 == 7) {
+            bad += seen[i].outcome == ESBULK_OUTCOME_FAILED && seen[i].status == 400;
+            reasons += strstr(seen[i].error_type, "parsing_exception") != NULL &&
+                       seen[i].reason[0] != '\0';
+        } else {
+            good += seen[i].outcome == ESBULK_OUTCOME_INDEXED;
+        }
+    }
+    check(not_once == 0, "mapping errors: every document got exactly one result");
+    check(bad == n / 20, "mapping errors: %zu of %zu bad documents failed with status 400", bad,
+          n / 20);
+    check(reasons == n / 20, "mapping errors: each carries the server's type and reason "
+          "(e.g. %s: %.80s)", seen[7].error_type, seen[7].reason);
+    check(good == n - n / 20, "mapping errors: the other %zu documents indexed", good);
+    check(count_of(index) == (long)good, "mapping errors: index count equals the indexed ones");
+}
+
+static void per_id_ordering(void)
+{
+    const char *index = "it-eng-order";
+    const char *kv[] = {"ordering", "per_id", "flush.docs", "50", "max.inflight.per.node", "4",
+                        NULL};
+    size_t ids = 500, versions = 6, v, k, wrong = 0, not_once, nfail;
+    char id[32], body[64];
+    json_t *j, *hits, *h;
+    esbulk_t *eb;
+
+    fresh_index(index, NULL);
+    reset_seen(ids * versions);
+    eb = handle(kv);
+    for (v = 0; v < versions; v++) {
+        for (k = 0; k < ids; k++) {
+            snprintf(id, sizeof(id), "o%zu", k);
+            snprintf(body, sizeof(body), "{\"v\":%zu}", v);
+            add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, v * ids + k);
+        }
+    }
+    esbulk_flush(eb, 60000);
+    esbulk_destroy(eb);
+    tally(ids * versions, &not_once, &nfail);
+    check(not_once == 0 && nfail == 0, "ordering=per_id: %zu writes, each indexed once",
+          ids * versions);
+    count_of(index);
+    j = must("POST", "/it-eng-order/_search", "{\"size\":1000,\"query\":{\"match_all\":{}}}");
+    hits = json_object_get(json_object_get(j, "hits"), "hits");
+    json_array_foreach(hits, k, h)
+        if (json_integer_value(json_object_get(json_object_get(h, "_source"), "v")) !=
+            (json_int_t)(versions - 1))
+            wrong++;
+    check(json_array_size(hits) == ids && wrong == 0,
+          "ordering=per_id: all %zu ids hold their last write (%zu do not)", json_array_size(hits),
+          wrong);
+    /* and the versions rose one by one: the last write is version 6 */
+    check(seen[ids * versions - 1].seq_no >= 0, "ordering=per_id: results carry _seq_no");
+    json_decref(j);
+}
+
+static void gzip_and_ops(void)
+{
+    const char *index = "it-eng-gzip";
+    const char *kv[] = {"compression", "gzip", "compression.level", "6", NULL};
+    size_t n = 10000, i, not_once, nfail, updated = 0, deleted = 0, missing = 0;
+    char id[32], body[200];
+    esbulk_t *eb;
+    json_t *st;
+
+    fresh_index(index, NULL);
+    reset_seen(n + 300);
+    eb = handle(kv);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "g%zu", i);
+        snprintf(body, sizeof(body), "{\"n\":%zu,\"pad\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                 "aaaaaaaaaaaaaaaaaaaaaa\"}", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
+    }
+    esbulk_flush(eb, 60000);
+    /* then 100 updates, 100 deletes and 100 deletes of missing ids */
+    for (i = 0; i < 100; i++) {
+        snprintf(id, sizeof(id), "g%zu", i);
+        add_or_die(eb, ESBULK_OP_UPDATE, index, id, NULL, "{\"doc\":{\"updated\":true}}", n + i);
+        snprintf(id, sizeof(id), "g%zu", 100 + i);
+        add_or_die(eb, ESBULK_OP_DELETE, index, id, NULL, NULL, n + 100 + i);
+        snprintf(id, sizeof(id), "missing%zu", i);
+        add_or_die(eb, ESBULK_OP_DELETE, index, id, NULL, NULL, n + 200 + i);
+    }
+    esbulk_flush(eb, 60000);
+    st = stats_of(eb);
+    esbulk_destroy(eb);
+    tally(n + 300, &not_once, &nfail);
+    for (i = 0; i < 100; i++) {
+        updated += strcmp(seen[n + i].result, "updated") == 0;
+        deleted += strcmp(seen[n + 100 + i].result, "deleted") == 0;
+        missing += strcmp(seen[n + 200 + i].result, "not_found") == 0 &&
+                   seen[n + 200 + i].outcome == ESBULK_OUTCOME_INDEXED;
+    }
+    check(not_once == 0 && nfail == 0, "gzip: %zu documents and operations, each one result",
+          n + 300);
+    check(stat(st, "bytes_sent") * 2 < stat(st, "bytes_uncompressed"),
+          "gzip: %ld bytes sent for %ld uncompressed", stat(st, "bytes_sent"),
+          stat(st, "bytes_uncompressed"));
+    check(updated == 100 && deleted == 100 && missing == 100,
+          "update/delete results: %zu updated, %zu deleted, %zu not_found", updated, deleted,
+          missing);
+    check(count_of(index) == (long)(n - 100), "gzip: index count after deletes");
+    json_decref(st);
+}
+
+static void auto_created_index(void)
+{
+    const char *index = "it-eng-autocreate";
+    size_t n = 3000, i, not_once, nfail;
+    char id[32], path[64];
+    esbulk_t *eb;
+    json_t *st;
+    long status;
+
+    snprintf(path, sizeof(path), "/%s", index);
+    json_decref(req("DELETE", path, NULL, &status));
+    reset_seen(n);
+    eb = handle(NULL);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "a%zu", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, "{\"a\":1}", i);
+    }
+    esbulk_flush(eb, 60000);
+    st = stats_of(eb);
+    esbulk_destroy(eb);
+    check(tally(n, &not_once, &nfail) == n && not_once == 0,
+          "an index created by the first write: all %zu indexed (%ld sent unrouted first)", n,
+          stat(st, "unrouted"));
+    check(count_of(index) == (long)n, "auto-created index: count %zu", n);
+    json_decref(st);
+}
+
+static void secrets_stay_secret(void)
+{
+    char urls[512], *text;
+    const char *kv[] = {"urls", urls, "log.level", "7", "auth.password", "s3cr3t-pass",
+                        "auth.username", "someone", "retry.max", "1", "retry.backoff.ms", "10",
+                        NULL};
+    size_t i, not_once, nfail, leaks = 0;
+    esbulk_t *eb;
+    char id[16];
+
+    /* a second seed that is dead and has credentials in its URL */
+    snprintf(urls, sizeof(urls), "%s,http://user:s3cr3t-url@127.0.0.1:1", base_url);
+    reset_seen(200);
+    log_len = 0;
+    eb = handle(kv);
+    for (i = 0; i < 200; i++) {
+        snprintf(id, sizeof(id), "s%zu", i);
+        add_or_die(eb, ESBULK_OP_INDEX, i % 2 ? "it-eng-secret" : "it-eng-secret-\xe4\xb8\xad", id,
+                   NULL, "{\"a\":1}", i);
+    }
+    esbulk_flush(eb, 60000);
+    text = esbulk_stats_json(eb);
+    leaks += strstr(text, "s3cr3t") != NULL;
+    esbulk_free(text);
+    text = NULL;
+    {
+        char buf[64];
+        esbulk_conf_t *conf = esbulk_conf_new();
+        esbulk_conf_set(conf, "auth.password", "s3cr3t-pass", NULL, 0);
+        esbulk_conf_get(conf, "auth.password", buf, sizeof(buf), NULL);
+        leaks += strstr(buf, "s3cr3t") != NULL;
+        esbulk_conf_destroy(conf);
+    }
+    esbulk_destroy(eb);
+    tally(200, &not_once, &nfail);
+    for (i = 0; i < 200; i++)
+        leaks += strstr(seen[i].reason, "s3cr3t") != NULL;
+    pthread_mutex_lock(&log_lock);
+    leaks += log_text != NULL && strstr(log_text, "s3cr3t") != NULL;
+    check(log_len > 0, "debug logging produced %zu bytes of log", log_len);
+    pthread_mutex_unlock(&log_lock);
+    check(not_once == 0, "credentials test: every document got one result");
+    check(leaks == 0, "no credential appears in logs, statistics, results or configuration");
+}
+
+/* ------------------------------------------------------------------------- */
+
+static void rejections(void)
+{
+    const char *index = "it-eng-429";
+    const char *kv[] = {"flush.docs", "300", "max.inflight.per.node", "8", "retry.max", "100",
+                        "retry.backoff.ms", "20", "retry.backoff.max.ms", "1000",
+                        "delivery.timeout.ms", "600000", NULL};
+    size_t n = 20000, i, not_once, nfail, indexed;
+    char id[32], body[96];
+    esbulk_t *eb;
+    json_t *st;
+
+    fresh_index(index, NULL);
+    reset_seen(n);
+    eb = handle(kv);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "r%zu", i);
+        snprintf(body, sizeof(body), "{\"n\":%zu,\"t\":\"rejections test document\"}", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
+    }
+    check(esbulk_flush(eb, 300000) == ESBULK_OK, "429: flush returned");
+    st = stats_of(eb);
+    esbulk_destroy(eb);
+    indexed = tally(n, &not_once, &nfail);
+    check(stat(st, "item_429") + stat(st, "http_429") > 0,
+          "the tiny write queue produced real rejections: %ld item 429s, %ld request 429s",
+          stat(st, "item_429"), stat(st, "http_429"));
+    check(stat(st, "retried") > 0, "429: %ld retries", stat(st, "retried"));
+    check(not_once == 0, "429: every document got exactly one result");
+    check(indexed == n, "429: all %zu indexed (%zu failed), nothing lost", indexed, nfail);
+    check(count_of(index) == (long)n, "429: index count %zu", n);
+    json_decref(st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: it_engine URL [--rejections]\n");
+        return 2;
+    }
+    base_url = argv[1];
+    main_thread = pthread_self();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    must_ok("GET", "/", NULL);
+    if (argc > 2 && strcmp(argv[2], "--rejections") == 0) {
+        rejections();
+    } else {
+        static const char *const levels[] = {"node", "shard", "off"};
+        static const char *const modes[] = {"ids", "noids", "routing"};
+        size_t l, m;
+
+        for (l = 0; l < 3; l++)
+            for (m = 0; m < 3; m++)
+                volume(levels[l], modes[m], 25000);
+        mapping_errors();
+        per_id_ordering();
+        gzip_and_ops();
+        auto_created_index();
+        secrets_stay_secret();
+    }
+    check(off_thread == 0, "results were delivered only on the polling thread");
+    return finish();
+}
