@@ -107,8 +107,8 @@ ESBULK_EXTERN esbulk_err_t esbulk_conf_set(esbulk_conf_t *conf, const char *key,
 /* Copies the value of key, NUL-terminated, into dest (dest_size bytes).
  * *value_len receives the length without the NUL (may be NULL). Secrets
  * (passwords, keys, tokens) read back as "[redacted]" when set.
- * ESBULK_ERR_TOO_LARGE when dest is too small (then *value_len tells the
- * size needed), ESBULK_ERR_UNKNOWN_KEY for an unknown key. */
+ * ESBULK_ERR_TOO_LARGE when dest is NULL or too small (then *value_len + 1
+ * is the size needed), ESBULK_ERR_UNKNOWN_KEY for an unknown key. */
 ESBULK_EXTERN esbulk_err_t esbulk_conf_get(const esbulk_conf_t *conf, const char *key,
                                            char *dest, size_t dest_size,
                                            size_t *value_len);
@@ -234,7 +234,9 @@ ESBULK_EXTERN char *esbulk_topology_describe(esbulk_topology_t *topo, const char
  * and must not call into the library.
  *
  * Every document that esbulk_add() accepted (returned ESBULK_OK) gets exactly
- * one result; a call that fails delivers no result for that document.
+ * one result; a call that fails delivers no result for that document. With
+ * result.failures_only=true, indexed documents are counted as served without
+ * a callback: only the others are reported.
  */
 typedef struct esbulk_s esbulk_t;
 
@@ -256,7 +258,7 @@ typedef enum esbulk_outcome_e {
 typedef struct esbulk_result_s esbulk_result_t;
 
 /* Result accessors. Strings are NUL-terminated UTF-8, NULL when absent;
- * integers -1 when absent. Thread-safe on the result during its callback. */
+ * _seq_no, _primary_term and _version -1 when absent, the status 0. Thread-safe on the result during its callback. */
 ESBULK_EXTERN void *esbulk_result_opaque(const esbulk_result_t *result);
 ESBULK_EXTERN esbulk_outcome_t esbulk_result_outcome(const esbulk_result_t *result);
 /* ESBULK_OK when indexed; else why: ESBULK_ERR_ITEM (the server refused the
@@ -295,8 +297,8 @@ ESBULK_EXTERN void esbulk_conf_set_results_cb(esbulk_conf_t *conf, esbulk_result
 ESBULK_EXTERN void esbulk_conf_set_stats_cb(esbulk_conf_t *conf, esbulk_stats_cb_t *cb);
 
 /* A new handle configured by conf (copied: the caller keeps and destroys
- * conf). Starts the I/O thread; does not contact the cluster yet. NULL on
- * error with a message in errstr. */
+ * conf). Starts the I/O thread, which reads the cluster (GET /, _nodes/http)
+ * at once. NULL on error with a message in errstr. */
 ESBULK_EXTERN esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size);
 
 /* Adds one document. index: NUL-terminated index, alias or data stream name.
@@ -337,8 +339,9 @@ ESBULK_EXTERN int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms);
 ESBULK_EXTERN esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms);
 
 /* Flushes for up to timeout_ms, then gives every document still without a
- * result a FAILED result with ESBULK_ERR_CLOSED ("not delivered: closed"),
- * serves all results, and stops the I/O thread. Later adds fail with
+ * result one with ESBULK_ERR_CLOSED: FAILED ("not delivered: closed") for
+ * those not sent, POSSIBLY for those whose request was in flight; serves all
+ * results, and stops the I/O thread. Later adds fail with
  * ESBULK_ERR_CLOSED. ESBULK_OK when everything was delivered, else
  * ESBULK_ERR_TIMED_OUT. */
 ESBULK_EXTERN esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms);

@@ -109,6 +109,7 @@ struct esbulk_s {
     int serving;                    /* serving_thread is running callbacks */
     pthread_t serving_thread;
     char *node_stats;               /* per-node JSON snapshot from the I/O thread */
+    int64_t next_stats_ms;          /* the statistics callback's next time (serving thread) */
     struct {
         uint64_t added, indexed, failed, possibly, retried, unrouted, requests, http_429,
             item_429, bytes_raw, bytes_sent, split_413, expired, closed;

@@ -136,9 +136,15 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     if (esbulk__urls_parse(esbulk__conf_str(conf, ESBULK__C_URLS), &eb->seeds, &eb->nseeds, &user,
                            &pass, errstr, errstr_size) != ESBULK_OK)
         goto fail;
-    if (esbulk__http_opts_init(&eb->http, conf, user, pass) != ESBULK_OK) {
-        esbulk__errstr(errstr, errstr_size, "out of memory");
-        goto fail;
+    {
+        esbulk_err_t herr = esbulk__http_opts_init(&eb->http, conf, user, pass);
+        if (herr != ESBULK_OK) {
+            esbulk__errstr(errstr, errstr_size, "%s", herr == ESBULK_ERR_BAD_VALUE
+                           ? "set only one of auth.username (or credentials in a URL), "
+                             "auth.api_key and auth.bearer"
+                           : "out of memory");
+            goto fail;
+        }
     }
     if ((eb->topo = esbulk_topology_new(conf, errstr, errstr_size)) == NULL)
         goto fail;
@@ -201,7 +207,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     size_t index_len, max_doc = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_MAX_DOC_BYTES);
     int64_t gen = esbulk__conf_int(eb->conf, ESBULK__C_ID_GENERATE);
     char idbuf[32];
-    esbulk__buf_t lines;
+    esbulk__buf_t lines, bline;
     esbulk__doc_t *d;
     esbulk_err_t err;
 
@@ -247,18 +253,31 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
                        "(%zu)", body_len, max_doc);
         return ESBULK_ERR_DOC_TOO_LARGE;
     }
+    /* the body line first: content ids hash the body as it is sent */
+    esbulk__buf_init(&bline, (size_t)-1);
+    if (op != ESBULK_OP_DELETE) {
+        err = esbulk__body_line(&bline, body, body_len,
+                                (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
+                                errstr_size);
+        if (err != ESBULK_OK) {
+            esbulk__buf_free(&bline);
+            return err;
+        }
+    }
     if (id_len == 0 && gen != 0 && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE)) {
         if (gen == 1)
             esbulk__id_time(idbuf, epoch_ms(), atomic_fetch_add(&eb->id_seq, 1), eb->node_tag);
         else
-            esbulk__id_content(idbuf, body, body_len);
+            esbulk__id_content(idbuf, bline.data, bline.len - 1);
         id = idbuf;
         id_len = strlen(idbuf);
     }
 
     d = calloc(1, sizeof(*d));
-    if (d == NULL)
+    if (d == NULL) {
+        esbulk__buf_free(&bline);
         goto nomem;
+    }
     d->op = op;
     d->opaque = opaque;
     d->seq_no = d->primary_term = d->version = -1;
@@ -266,14 +285,15 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     d->routing_len = routing_len;
     if ((d->index = esbulk__strndup(index, index_len)) == NULL ||
         (id_len > 0 && (d->id = esbulk__strndup(id, id_len)) == NULL) ||
-        (routing_len > 0 && (d->routing = esbulk__strndup(routing, routing_len)) == NULL))
+        (routing_len > 0 && (d->routing = esbulk__strndup(routing, routing_len)) == NULL)) {
+        esbulk__buf_free(&bline);
         goto nomem;
+    }
     esbulk__buf_init(&lines, (size_t)-1);
     err = esbulk__action_line(&lines, op, index, index_len, id, id_len, routing, routing_len);
-    if (err == ESBULK_OK && op != ESBULK_OP_DELETE)
-        err = esbulk__body_line(&lines, body, body_len,
-                                (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
-                                errstr_size);
+    if (err == ESBULK_OK && bline.len > 0)
+        err = esbulk__buf_add(&lines, bline.data, bline.len);
+    esbulk__buf_free(&bline);
     if (err != ESBULK_OK) {
         esbulk__buf_free(&lines);
         esbulk__doc_free(d);
@@ -406,6 +426,38 @@ esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const int32_t *ops,
 /* ------------------------------------------------------------------------- */
 /* Serving results */
 
+/* Calls the statistics callback when stats.interval.ms has passed. Runs on
+ * the serving thread like the other callbacks. */
+static void maybe_stats(esbulk_t *eb)
+{
+    int64_t iv = esbulk__conf_int(eb->conf, ESBULK__C_STATS_INTERVAL_MS), now;
+    char *json;
+
+    if (eb->conf->stats_cb == NULL || iv <= 0)
+        return;
+    now = esbulk__now_ms();
+    if (eb->next_stats_ms == 0)
+        eb->next_stats_ms = now + iv;
+    if (now < eb->next_stats_ms)
+        return;
+    eb->next_stats_ms = now + iv;
+    json = esbulk_stats_json(eb);
+    if (json != NULL)
+        eb->conf->stats_cb(eb, json, strlen(json), eb->conf->opaque);
+    esbulk_free(json);
+}
+
+/* Milliseconds until the statistics callback is due (INT32_MAX: never). */
+static int64_t stats_due_in(esbulk_t *eb)
+{
+    int64_t iv = esbulk__conf_int(eb->conf, ESBULK__C_STATS_INTERVAL_MS), now;
+
+    if (eb->conf->stats_cb == NULL || iv <= 0)
+        return INT32_MAX;
+    now = esbulk__now_ms();
+    return eb->next_stats_ms == 0 ? iv : (eb->next_stats_ms > now ? eb->next_stats_ms - now : 0);
+}
+
 /* Serves what is queued now; returns how many. Caller does not hold lock. */
 static int32_t serve(esbulk_t *eb)
 {
@@ -415,6 +467,7 @@ static int32_t serve(esbulk_t *eb)
     size_t n = 0;
     int32_t served = 0;
 
+    maybe_stats(eb);
     pthread_mutex_lock(&eb->lock);
     q = eb->results;
     memset(&eb->results, 0, sizeof(eb->results));
@@ -488,11 +541,23 @@ int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms)
     n = serve(eb);
     if (n > 0 || timeout_ms == 0)
         return n;
-    if (timeout_ms > 0)
-        deadline_from_now(&until, timeout_ms);
-    if (wait_results(eb, timeout_ms > 0 ? &until : NULL))
+    for (;;) {
+        /* wake for the statistics callback too, if it falls due first */
+        int64_t due = stats_due_in(eb), wait = timeout_ms < 0 ? due : (due < timeout_ms ? due : timeout_ms);
+        int stats_first = wait == due && wait != INT32_MAX;
+
+        if (wait == INT32_MAX) {
+            wait_results(eb, NULL);
+        } else {
+            deadline_from_now(&until, wait);
+            wait_results(eb, &until);
+        }
         n = serve(eb);
-    return n;
+        if (n > 0 || !stats_first)
+            return n;
+        if (timeout_ms > 0 && (timeout_ms -= (int32_t)wait) <= 0)
+            return n;
+    }
 }
 
 /* Serves results until no document with seq < upto is left unserved, or

@@ -52,7 +52,8 @@ static esbulk_err_t parse_one(const char *text, size_t len, esbulk__url_t *out, 
         err = ESBULK_ERR_BAD_VALUE;
         goto out;
     }
-    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    /* no port given: the server's 9200, as other Elasticsearch clients do */
+    curl_url_get(u, CURLUPART_PORT, &port, 0);
     curl_url_get(u, CURLUPART_PATH, &path, 0);
     curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE);
     curl_url_get(u, CURLUPART_PASSWORD, &pass, CURLU_URLDECODE);
@@ -195,6 +196,10 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
     COPY(key_file, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_FILE));
     COPY(key_password, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_PASSWORD));
 #undef COPY
+    if ((opts->username != NULL) + (opts->api_key != NULL) + (opts->bearer != NULL) > 1) {
+        esbulk__http_opts_free(opts);
+        return ESBULK_ERR_BAD_VALUE;
+    }
     opts->insecure = (int)esbulk__conf_int(conf, ESBULK__C_TLS_INSECURE);
     opts->connect_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_CONNECT_TIMEOUT_MS);
     opts->request_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS);

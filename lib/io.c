@@ -41,6 +41,7 @@ typedef struct dest_s {
     esbulk__queue_t retry_q; /* ordering=per_id: retries waiting to go first */
     int inflight;
     size_t batch_cap;   /* after a 413: at most this many documents */
+    int cap_ok;         /* full-size successes since; 16 double the cap again */
     int64_t oldest_ms;
     struct dest_s *hnext, *next;
 } dest_t;
@@ -72,6 +73,7 @@ typedef struct {
     int64_t next_expire_ms, next_snapshot_ms, last_refresh_ms;
     int refresh_wanted;
     int idle_snapshot;          /* the last snapshot was taken with nothing in flight */
+    int cluster_failing;        /* the cluster view could not be read (logged once) */
     /* configuration, read once */
     esbulk__flush_policy_t flush;
     int level;                  /* 0 node, 1 shard, 2 off */
@@ -155,8 +157,12 @@ static void sync_targets(esbulk_t *eb, io_t *io)
     int i;
 
     if (esbulk__topology_get_cluster(eb->topo, 0, &c, errstr, sizeof(errstr)) != ESBULK_OK) {
-        esbulk__log(&eb->log, ESBULK_LOG_WARNING, "io", "cluster view: %s", errstr);
+        if (!io->cluster_failing++)
+            esbulk__log(&eb->log, ESBULK_LOG_WARNING, "io", "cluster view: %s", errstr);
         c = NULL;
+    } else if (io->cluster_failing) {
+        io->cluster_failing = 0;
+        esbulk__log(&eb->log, ESBULK_LOG_NOTICE, "io", "cluster view is back");
     }
     if (c != NULL && c == io->cluster) {
         esbulk__cluster_release(c);
@@ -679,7 +685,10 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
         r->target->errors++;
         snprintf(why, sizeof(why), "%s: %s", r->target->url,
                  r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
-        if (rc != CURLE_OPERATION_TIMEDOUT)
+        if (rc == CURLE_WRITE_ERROR)
+            snprintf(why, sizeof(why), "%s: the answer is larger than response.max.bytes",
+                     r->target->url);
+        else if (rc != CURLE_OPERATION_TIMEDOUT)
             mark_down(eb, io, r->target, why, now);
         for (i = 0; i < r->ndocs; i++)
             retry_or_give_up(eb, io, r->dest, r->docs[i], sent, ESBULK_ERR_TRANSPORT, 0, NULL,
@@ -707,6 +716,13 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
         }
         switch (resp.klass) {
         case ESBULK__RESP_OK:
+            /* after a 413, grow the batch again step by step */
+            if (r->dest->batch_cap > 0 && r->ndocs >= r->dest->batch_cap &&
+                ++r->dest->cap_ok >= 16) {
+                r->dest->cap_ok = 0;
+                r->dest->batch_cap = r->dest->batch_cap * 2 >= io->flush.flush_docs
+                                         ? 0 : r->dest->batch_cap * 2;
+            }
             for (i = 0; i < r->ndocs; i++) {
                 esbulk__item_t *it = &resp.items[i];
                 esbulk__doc_t *d = docs[i];
@@ -770,6 +786,7 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
                         "(http.max_content_length)");
             } else {
                 r->dest->batch_cap = r->ndocs / 2;
+                r->dest->cap_ok = 0;
                 for (i = r->ndocs; i > 0; i--) {
                     docs[i - 1]->attempts--; /* a split is not a failed attempt */
                     dest_push(r->dest, docs[i - 1], 1, now);

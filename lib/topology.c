@@ -952,9 +952,15 @@ esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
     if (esbulk__urls_parse(esbulk__conf_str(conf, ESBULK__C_URLS), &topo->seeds, &topo->nseeds,
                            &user, &pass, errstr, errstr_size) != ESBULK_OK)
         goto fail;
-    if (esbulk__http_opts_init(&topo->http, conf, user, pass) != ESBULK_OK) {
-        esbulk__errstr(errstr, errstr_size, "out of memory");
-        goto fail;
+    {
+        esbulk_err_t herr = esbulk__http_opts_init(&topo->http, conf, user, pass);
+        if (herr != ESBULK_OK) {
+            esbulk__errstr(errstr, errstr_size, "%s", herr == ESBULK_ERR_BAD_VALUE
+                           ? "set only one of auth.username (or credentials in a URL), "
+                             "auth.api_key and auth.bearer"
+                           : "out of memory");
+            goto fail;
+        }
     }
     if (pthread_mutex_init(&topo->lock, NULL) != 0) {
         esbulk__errstr(errstr, errstr_size, "pthread_mutex_init failed");
@@ -1262,7 +1268,7 @@ static json_t *index_json(const esbulk__index_t *e)
     json_object_set_new(o, "write_index", e->write_index ? json_string(e->write_index) : json_null());
     json_object_set_new(o, "routable", json_boolean(e->state == ESBULK__IDX_OK));
     json_object_set_new(o, "reason", e->reason ? json_string(e->reason) : json_null());
-    if (e->state == ESBULK__IDX_UNKNOWN) {
+    if (e->state == ESBULK__IDX_UNKNOWN || e->write_index == NULL) {
         json_decref(prim);
         return o;
     }

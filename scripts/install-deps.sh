@@ -12,7 +12,7 @@ set -euo pipefail
 what=${1:-all}
 build_pkgs=(gcc clang make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev check)
-test_pkgs=(valgrind curl python3 openjdk-17-jdk-headless maven)
+test_pkgs=(valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl util-linux)
 
 case "$what" in
 build) pkgs=("${build_pkgs[@]}") ;;

@@ -209,7 +209,7 @@ START_TEST(test_urls)
                      ESBULK_OK);
     ck_assert_int_eq(n, 3);
     ck_assert_str_eq(urls[0].base, "http://a:1");
-    ck_assert_str_eq(urls[1].base, "https://b:443/es");
+    ck_assert_str_eq(urls[1].base, "https://b:9200/es"); /* no port: the server's 9200 */
     ck_assert_str_eq(urls[2].base, "http://c:9201");
     ck_assert_str_eq(user, "u");
     ck_assert_str_eq(pass, "p@ss");
