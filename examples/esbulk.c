@@ -5,11 +5,14 @@
  *                [--routing VALUE] [--mod] [ID ...]
  *   esbulk route --url URL --index NAME [--routing VALUE] [--set K=V] ID ...
  *   esbulk topology --url URL [--set K=V] INDEX ...
+ *   esbulk load [--url URL] [--index NAME] [OPTIONS] [FILE ...]   (esbulk_load.c)
  *
  * Exit status: 0 success, 1 a runtime error (cluster, invalid id), 2 bad usage.
  */
 #define _GNU_SOURCE 1
 #include <esbulk.h>
+
+#include "esbulk_load.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -24,8 +27,9 @@
 static const char *usage_text =
     "usage: esbulk route --shards N [--routing-shards R] [--partition-size P]\n"
     "                    [--routing VALUE] [--mod] [ID ...]\n"
-    "       esbulk route --url URL --index NAME [--routing VALUE] [--set KEY=VALUE] ID ...\n"
+    "       esbulk route --url URL --index NAME [--routing VALUE] [--set KEY=VALUE] [ID ...]\n"
     "       esbulk topology --url URL [--set KEY=VALUE] INDEX ...\n"
+    "       esbulk load [--url URL] [--index NAME] [OPTIONS] [FILE ...]  (see load --help)\n"
     "       esbulk --version\n"
     "\n"
     "route prints the shard of each ID, one per line (with --url: shard and primary\n"
@@ -93,8 +97,12 @@ static int for_each_id(int argc, char **argv, id_fn_t *fn, void *ctx)
         ssize_t n;
 
         while ((n = getline(&line, &cap, stdin)) >= 0) {
-            if (n > 0 && line[n - 1] == '\n')
+            /* the line end is not part of the id (LF or CRLF) */
+            if (n > 0 && line[n - 1] == '\n') {
                 n--;
+                if (n > 0 && line[n - 1] == '\r')
+                    n--;
+            }
             rc |= fn(line, (size_t)n, ctx);
         }
         free(line);
@@ -208,8 +216,6 @@ static int cmd_route(int argc, char **argv)
         if (shards || routing_shards || partition != 1 || mod)
             return usage_error("route: --shards/--routing-shards/--partition-size/--mod are for "
                                "offline routing, not with --url%s", "");
-        if (argc == 0)
-            return usage_error("route --url: give at least one ID%s", "");
         if ((conf = esbulk_conf_new()) == NULL)
             return 1;
         if ((rc = conf_apply(conf, url, sets, nsets)) != 0) {
@@ -279,14 +285,15 @@ static int print_topology(const char *text, int with_cluster)
         printf("  %-20s %-24s %s\n", "NODE", "ID", "HTTP");
         json_array_foreach(nodes, i, v)
             printf("  %-20s %-24s %s%s\n", jstr(v, "name"), jstr(v, "id"), jstr(v, "http"),
-                   json_is_true(json_object_get(v, "reachable")) ? "" : " (unreachable)");
+                   strcmp(jstr(root, "mode"), "nodes") != 0 ||
+                           json_is_true(json_object_get(v, "reachable")) ? "" : " (unreachable)");
     }
     idx = json_object_get(root, "index");
     if (idx != NULL) {
         const char *name = jstr(idx, "name"), *wi = jstr(idx, "write_index");
 
         printf("\nindex %s", name);
-        if (strcmp(name, wi) != 0)
+        if (json_is_string(json_object_get(idx, "write_index")) && strcmp(name, wi) != 0)
             printf(" -> write index %s", wi);
         printf("\n");
         if (!json_is_true(json_object_get(idx, "routable")))
@@ -387,6 +394,8 @@ int main(int argc, char **argv)
         return cmd_route(argc - 1, argv + 1);
     if (strcmp(argv[1], "topology") == 0)
         return cmd_topology(argc - 1, argv + 1);
+    if (strcmp(argv[1], "load") == 0)
+        return esbulk_cmd_load(argc - 1, argv + 1);
     if (strcmp(argv[1], "--version") == 0) {
         printf("esbulk %s\n", esbulk_version_str());
         return 0;

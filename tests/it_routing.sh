@@ -6,10 +6,7 @@ set -eu
 flavour=$1 port=$2 proxy_port=$3
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
-cluster="$top_srcdir/tests/cluster/$flavour.sh"
-
-"$cluster" fetch
-"$cluster" status >/dev/null 2>&1 || "$cluster" start
+"$top_srcdir/tests/cluster/ensure.sh" "$flavour"
 
 pidfile=$(mktemp)
 python3 "$top_srcdir/tests/faultproxy.py" --listen "$proxy_port" \

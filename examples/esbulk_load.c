@@ -1,0 +1,1469 @@
+/*
+ * esbulk load - bulk-load NDJSON or _bulk-format input through libesbulk.
+ *
+ * One thread reads the input line by line and calls esbulk_add(); results
+ * come back through the result callback, which libesbulk runs only inside
+ * esbulk_poll()/esbulk_flush()/esbulk_close() on this same thread, so the
+ * counters and the failure files need no locking.
+ *
+ * Each accepted document carries a small malloc'ed record (line number,
+ * action fields and, with --failed, a copy of its source line) as its
+ * doc_opaque; the callback writes failures from it and frees it.
+ */
+#define _XOPEN_SOURCE 700
+#include "esbulk_load.h"
+
+#include <esbulk.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+#define MAX_URLS 64
+#define MAX_SETS 128
+#define SHOWN_FAILURES 20  /* failures printed in detail on stderr */
+#define POLL_EVERY 1000    /* lines between esbulk_poll(eb, 0) calls */
+#define PROGRESS_NS 250000000LL
+
+static const char *load_usage =
+    "usage: esbulk load [OPTIONS] [FILE ...]\n"
+    "Try 'esbulk load --help' for more information.\n";
+
+static const char *load_help =
+    "usage: esbulk load [OPTIONS] [FILE ...]\n"
+    "\n"
+    "Loads documents into Elasticsearch/OpenSearch through libesbulk. FILE \"-\" or\n"
+    "no FILE reads standard input. Blank lines are skipped.\n"
+    "\n"
+    "Input:\n"
+    "  --format auto|ndjson|bulk  ndjson: one document per line; bulk: action and\n"
+    "                        source line pairs as the _bulk API takes them (delete has\n"
+    "                        no source line). auto (default): bulk when the first\n"
+    "                        non-blank line of a file is an object whose only key is\n"
+    "                        index/create/update/delete holding an object, else ndjson\n"
+    "  --index NAME          target index, alias or data stream (required for ndjson;\n"
+    "                        for bulk, the default of actions without _index)\n"
+    "  --op OP               ndjson: index (default), create, update (each line is sent\n"
+    "                        as {\"doc\": LINE}) or delete (the line only supplies the id)\n"
+    "  --id-field F          ndjson: take _id from the top-level field F (a number is\n"
+    "                        used as its decimal text; missing: no _id)\n"
+    "  --routing-field F     ndjson: take routing from the top-level field F\n"
+    "\n"
+    "Connection:\n"
+    "  --url URL             a node URL (repeatable); default http://127.0.0.1:9200\n"
+    "  --user U --password P | --api-key K | --bearer T\n"
+    "  --insecure            do not verify TLS certificates\n"
+    "  --ca-file F           CA certificates to verify the server with\n"
+    "\n"
+    "Tuning (each maps onto a configuration key, see esbulk-config(7)):\n"
+    "  --id-generate none|time|content  ids for documents without one (id.generate)\n"
+    "  --flush-docs N  --flush-bytes N  --flush-interval-ms N\n"
+    "  --inflight N          requests in flight per node (max.inflight.per.node)\n"
+    "  --routing-level node|shard|off\n"
+    "  --compression none|gzip\n"
+    "  --set KEY=VALUE       any configuration key (repeatable; applied last, so it\n"
+    "                        overrides the options above and load's own defaults:\n"
+    "                        body.validate=true, enqueue.timeout.ms=0)\n"
+    "\n"
+    "Output:\n"
+    "  --failed FILE         write every document that was not indexed to FILE as\n"
+    "                        _bulk pairs (action line with _index, _id and routing,\n"
+    "                        then the original source line), ready to re-run with\n"
+    "                        'esbulk load --format bulk FILE'; and one JSON line per\n"
+    "                        failure to FILE.reasons: {\"file\",\"line\",\"index\",\"id\",\n"
+    "                        \"status\",\"error_type\",\"reason\",\"err\",\"outcome\"}\n"
+    "                        (outcome \"failed\" or \"possibly_indexed\"; line is where the\n"
+    "                        document starts: its action line in bulk input)\n"
+    "  --stats               after the summary, a table of per-node requests, errors\n"
+    "                        and latency percentiles\n"
+    "  --quiet               no progress line\n"
+    "  --help                this text\n"
+    "\n"
+    "A progress line is shown on standard error when it is a terminal. The first\n"
+    "20 failures are printed there with their reason, then a count; a summary is\n"
+    "always printed there at the end. Standard output is not used.\n"
+    "\n"
+    "Documents that libesbulk refuses before sending (not a JSON object, invalid\n"
+    "JSON or UTF-8, larger than max.doc.bytes) count as failed as well. A first\n"
+    "SIGINT/SIGTERM stops reading and gives the documents in flight 5 seconds;\n"
+    "what is left is reported as failed (\"not delivered: closed\").\n"
+    "\n"
+    "Exit status: 0 every document was indexed; 1 some failed or are possibly\n"
+    "indexed (\"N documents failed\"), or a runtime error; 2 bad usage (also: an\n"
+    "input file that cannot be opened).\n";
+
+typedef enum { FMT_AUTO, FMT_NDJSON, FMT_BULK } format_t;
+
+/* What each accepted document carries as doc_opaque until its result. */
+typedef struct {
+    uint64_t line;
+    uint64_t bytes;    /* input bytes it accounts for (progress) */
+    uint32_t input;    /* index into load_t.inputs */
+    uint8_t op;
+    uint8_t has_body;  /* body kept (only with --failed) */
+    uint8_t input_id;  /* the _id came from the input */
+    uint32_t index_len, id_len, routing_len, body_len;
+    char data[];       /* index \0 id \0 routing \0 body \0 */
+} rec_t;
+
+/* A failure to report (from a result or from a refusal at add time). */
+typedef struct {
+    uint32_t input;
+    uint64_t line;
+    int op;            /* -1: not a document (a broken action line): no bulk pair */
+    const char *index; /* as given (the failures file); NULL: none */
+    const char *result_index;
+    const char *id;
+    size_t id_len;
+    const char *routing;
+    size_t routing_len;
+    const char *body;
+    size_t body_len;
+    int32_t status;
+    const char *error_type;
+    const char *reason;
+    esbulk_err_t err;
+    int possibly;
+} failure_t;
+
+/* A parsed bulk action line. Strings point into root (or the buffers). */
+typedef struct {
+    json_t *root;
+    esbulk_op_t op;
+    const char *index, *id, *routing;
+    size_t id_len, routing_len;
+    char idbuf[32], routingbuf[32];
+    char why[256];     /* non-empty: the document fails for this reason */
+    uint64_t line, bytes;
+} action_t;
+
+typedef struct {
+    /* options */
+    format_t format;
+    const char *index;
+    esbulk_op_t op;
+    const char *id_field, *routing_field;
+    const char *failed_path;
+    int quiet, show_stats;
+    int gen_ids;       /* id.generate is not "none" */
+    /* inputs */
+    char **inputs;
+    int ninputs;
+    uint64_t total_bytes; /* 0: unknown */
+    /* the engine */
+    esbulk_t *eb;
+    /* counters */
+    uint64_t read_docs, added, indexed, failed, possibly;
+    uint64_t bytes_read, bytes_done;
+    uint64_t failures_shown, failures_total;
+    /* outputs */
+    FILE *failed_fp, *reasons_fp;
+    char *reasons_path;
+    int write_error;
+    /* progress */
+    int progress;
+    struct timespec t0;
+    int64_t last_progress_ns;
+    int progress_shown;
+    /* one-time warnings */
+    int warned_id_type, warned_routing_type, warned_ignored_key;
+    /* scratch for decoded field values */
+    char *scratch;
+    size_t scratch_cap;
+} load_t;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static double elapsed_s(const load_t *L)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)(ts.tv_sec - L->t0.tv_sec) + (double)(ts.tv_nsec - L->t0.tv_nsec) / 1e9;
+}
+
+static const char *input_name(const load_t *L, uint32_t i)
+{
+    if (L->ninputs == 0 || strcmp(L->inputs[i], "-") == 0)
+        return "<stdin>";
+    return L->inputs[i];
+}
+
+static const char *op_name(int op)
+{
+    static const char *const names[] = {"index", "create", "update", "delete"};
+    return op >= 0 && op <= 3 ? names[op] : "?";
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "esbulk load: ");
+    fprintf(stderr, msg, arg);
+    fprintf(stderr, "\n%s", load_usage);
+    return EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Progress */
+
+static void clear_progress(load_t *L)
+{
+    if (L->progress_shown) {
+        fputs("\r\033[K", stderr);
+        L->progress_shown = 0;
+    }
+}
+
+static void fmt_eta(char *out, size_t size, double s)
+{
+    long t = (long)(s + 0.5);
+
+    if (t >= 3600)
+        snprintf(out, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(out, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void show_progress(load_t *L, int force)
+{
+    int64_t now;
+    double el, rate, mbs;
+    uint64_t done;
+    char eta[32];
+
+    if (!L->progress)
+        return;
+    now = now_ns();
+    if (!force && now - L->last_progress_ns < PROGRESS_NS)
+        return;
+    L->last_progress_ns = now;
+    el = elapsed_s(L);
+    done = L->indexed + L->failed + L->possibly;
+    rate = el > 0 ? (double)done / el : 0;
+    mbs = el > 0 ? (double)L->bytes_done / el / 1e6 : 0;
+    fprintf(stderr, "\r%" PRIu64 " docs  %.0f docs/s  %.1f MB/s", done, rate, mbs);
+    if (L->failed + L->possibly > 0)
+        fprintf(stderr, "  %" PRIu64 " failed", L->failed + L->possibly);
+    if (L->total_bytes > 0) {
+        double frac = (double)L->bytes_done / (double)L->total_bytes;
+
+        if (frac > 1)
+            frac = 1;
+        fprintf(stderr, "  %.1f%%", frac * 100);
+        if (frac > 0.001 && frac < 1) {
+            fmt_eta(eta, sizeof(eta), el * (1 - frac) / frac);
+            fprintf(stderr, "  ETA %s", eta);
+        }
+    }
+    fputs("\033[K", stderr);
+    L->progress_shown = 1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Failures */
+
+static json_t *jstrn(const char *s, size_t len)
+{
+    /* nocheck: a refused document's id may be invalid UTF-8; write its bytes */
+    return s != NULL ? json_stringn_nocheck(s, len) : json_null();
+}
+
+static json_t *jstr(const char *s)
+{
+    return s != NULL ? json_stringn_nocheck(s, strlen(s)) : json_null();
+}
+
+static void put_json_line(load_t *L, FILE *fp, json_t *j)
+{
+    char *text = j != NULL ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+    if (text == NULL || fputs(text, fp) == EOF || fputc('\n', fp) == EOF)
+        L->write_error = 1;
+    free(text);
+}
+
+static void report_failure(load_t *L, const failure_t *f)
+{
+    const char *type = f->error_type, *reason = f->reason;
+
+    L->failures_total++;
+    if (L->failures_shown < SHOWN_FAILURES) {
+        clear_progress(L);
+        L->failures_shown++;
+        fprintf(stderr, "esbulk load: %s:%" PRIu64 ":", input_name(L, f->input), f->line);
+        if (f->op >= 0) {
+            fprintf(stderr, " %s %s", op_name(f->op),
+                    f->result_index ? f->result_index : f->index ? f->index : "-");
+            if (f->id != NULL)
+                fprintf(stderr, "/%.*s", (int)f->id_len, f->id);
+        }
+        fprintf(stderr, ": %s", f->possibly ? "possibly indexed" : "failed");
+        if (f->status > 0)
+            fprintf(stderr, " (%d)", (int)f->status);
+        if (type != NULL)
+            fprintf(stderr, ": %s", type);
+        fprintf(stderr, ": %s\n", reason ? reason : esbulk_err2str(f->err));
+    }
+    if (L->failed_fp != NULL && f->op >= 0) {
+        json_t *action = json_object(), *meta = json_object();
+
+        if (action != NULL && meta != NULL) {
+            if (f->index != NULL)
+                json_object_set_new(meta, "_index", jstr(f->index));
+            if (f->id != NULL)
+                json_object_set_new(meta, "_id", jstrn(f->id, f->id_len));
+            if (f->routing != NULL)
+                json_object_set_new(meta, "routing", jstrn(f->routing, f->routing_len));
+            json_object_set(action, op_name(f->op), meta);
+            put_json_line(L, L->failed_fp, action);
+            if (f->op != ESBULK_OP_DELETE &&
+                (fwrite(f->body ? f->body : "{}", 1, f->body ? f->body_len : 2, L->failed_fp) !=
+                     (f->body ? f->body_len : 2) ||
+                 fputc('\n', L->failed_fp) == EOF))
+                L->write_error = 1;
+        } else {
+            L->write_error = 1;
+        }
+        json_decref(meta);
+        json_decref(action);
+    }
+    if (L->reasons_fp != NULL) {
+        json_t *o = json_object();
+
+        if (o != NULL) {
+            json_object_set_new(o, "file", jstr(input_name(L, f->input)));
+            json_object_set_new(o, "line", json_integer((json_int_t)f->line));
+            json_object_set_new(o, "index",
+                                jstr(f->result_index ? f->result_index : f->index));
+            json_object_set_new(o, "id", jstrn(f->id, f->id_len));
+            json_object_set_new(o, "status",
+                                f->status > 0 ? json_integer(f->status) : json_null());
+            json_object_set_new(o, "error_type", jstr(type));
+            json_object_set_new(o, "reason", jstr(reason));
+            json_object_set_new(o, "err", jstr(f->err != ESBULK_OK ? esbulk_err2str(f->err)
+                                                                   : NULL));
+            json_object_set_new(o, "outcome",
+                                json_string(f->possibly ? "possibly_indexed" : "failed"));
+        }
+        put_json_line(L, L->reasons_fp, o);
+        json_decref(o);
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Records and results */
+
+static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_op_t op,
+                      const char *index, const char *id, size_t id_len, const char *routing,
+                      size_t routing_len, const char *body, size_t body_len)
+{
+    size_t index_len = index ? strlen(index) : 0;
+    int keep_body = L->failed_fp != NULL && body != NULL;
+    rec_t *rec;
+    char *p;
+
+    if (!keep_body)
+        body_len = 0;
+    rec = malloc(sizeof(*rec) + index_len + id_len + routing_len + body_len + 4);
+    if (rec == NULL)
+        return NULL;
+    rec->line = line;
+    rec->bytes = bytes;
+    rec->input = input;
+    rec->op = (uint8_t)op;
+    rec->has_body = (uint8_t)keep_body;
+    rec->input_id = id_len > 0;
+    rec->index_len = (uint32_t)index_len;
+    rec->id_len = (uint32_t)id_len;
+    rec->routing_len = (uint32_t)routing_len;
+    rec->body_len = (uint32_t)body_len;
+    p = rec->data;
+    if (index_len) memcpy(p, index, index_len);
+    p[index_len] = '\0';
+    p += index_len + 1;
+    if (id_len) memcpy(p, id, id_len);
+    p[id_len] = '\0';
+    p += id_len + 1;
+    if (routing_len) memcpy(p, routing, routing_len);
+    p[routing_len] = '\0';
+    p += routing_len + 1;
+    if (body_len) memcpy(p, body, body_len);
+    p[body_len] = '\0';
+    return rec;
+}
+
+static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
+{
+    load_t *L = opaque;
+    rec_t *rec = esbulk_result_opaque(result);
+    esbulk_outcome_t outcome = esbulk_result_outcome(result);
+    const char *p;
+    failure_t f;
+
+    (void)eb;
+    if (rec == NULL)
+        return; /* not ours: cannot happen */
+    L->bytes_done += rec->bytes;
+    if (outcome == ESBULK_OUTCOME_INDEXED) {
+        L->indexed++;
+        free(rec);
+        return;
+    }
+    if (outcome == ESBULK_OUTCOME_POSSIBLY)
+        L->possibly++;
+    else
+        L->failed++;
+    memset(&f, 0, sizeof(f));
+    f.input = rec->input;
+    f.line = rec->line;
+    f.op = rec->op;
+    p = rec->data;
+    f.index = rec->index_len ? p : NULL;
+    p += rec->index_len + 1;
+    if (rec->id_len) {
+        f.id = p;
+        f.id_len = rec->id_len;
+    } else if (L->gen_ids && (rec->op == ESBULK_OP_INDEX || rec->op == ESBULK_OP_CREATE) &&
+               esbulk_result_id(result) != NULL) {
+        /* the library's generated id: re-running with it cannot duplicate a
+         * document that was possibly indexed */
+        f.id = esbulk_result_id(result);
+        f.id_len = strlen(f.id);
+    }
+    p += rec->id_len + 1;
+    if (rec->routing_len) {
+        f.routing = p;
+        f.routing_len = rec->routing_len;
+    }
+    p += rec->routing_len + 1;
+    if (rec->has_body) {
+        f.body = p;
+        f.body_len = rec->body_len;
+    }
+    f.result_index = esbulk_result_index(result);
+    f.status = esbulk_result_status(result);
+    f.error_type = esbulk_result_error_type(result);
+    f.reason = esbulk_result_error_reason(result);
+    f.err = esbulk_result_err(result);
+    f.possibly = outcome == ESBULK_OUTCOME_POSSIBLY;
+    report_failure(L, &f);
+    free(rec);
+}
+
+/* Adds one document (body NULL for delete). Refusals are reported as
+ * failures. Returns 0, or -1 when interrupted before it was accepted. */
+static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_op_t op,
+                   const char *index, const char *id, size_t id_len, const char *routing,
+                   size_t routing_len, const char *body, size_t body_len)
+{
+    char errstr[512];
+    esbulk_err_t err;
+    rec_t *rec;
+    failure_t f;
+
+    L->read_docs++;
+    rec = rec_new(L, input, line, bytes, op, index, id, id_len, routing, routing_len, body,
+                  body_len);
+    if (rec == NULL) {
+        err = ESBULK_ERR_NOMEM;
+        snprintf(errstr, sizeof(errstr), "out of memory");
+    } else {
+        for (;;) {
+            err = esbulk_add(L->eb, op, index, id, id_len, routing, routing_len, body, body_len,
+                             rec, errstr, sizeof(errstr));
+            if (err != ESBULK_ERR_QUEUE_FULL || interrupted)
+                break;
+            /* Space is freed only as results are served: serve them here. */
+            esbulk_poll(L->eb, 100);
+            show_progress(L, 0);
+        }
+        if (err == ESBULK_OK) {
+            L->added++;
+            return 0;
+        }
+        if (err == ESBULK_ERR_QUEUE_FULL)
+            snprintf(errstr, sizeof(errstr), "not sent: interrupted");
+    }
+    L->failed++;
+    L->bytes_done += bytes;
+    memset(&f, 0, sizeof(f));
+    f.input = input;
+    f.line = line;
+    f.op = op;
+    f.index = index;
+    f.id = id_len ? id : NULL;
+    f.id_len = id_len;
+    f.routing = routing_len ? routing : NULL;
+    f.routing_len = routing_len;
+    f.body = body;
+    f.body_len = body_len;
+    f.reason = errstr;
+    f.err = err;
+    report_failure(L, &f);
+    free(rec);
+    return err == ESBULK_ERR_QUEUE_FULL ? -1 : 0;
+}
+
+/* A failure that is not a document added (broken bulk action line, etc.). */
+static void fail_line(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, int op,
+                      const action_t *a, const char *body, size_t body_len, const char *why)
+{
+    failure_t f;
+
+    L->read_docs++;
+    L->failed++;
+    L->bytes_done += bytes;
+    memset(&f, 0, sizeof(f));
+    f.input = input;
+    f.line = line;
+    f.op = op;
+    if (a != NULL) {
+        f.index = a->index;
+        f.id = a->id;
+        f.id_len = a->id_len;
+        f.routing = a->routing;
+        f.routing_len = a->routing_len;
+    }
+    f.body = body;
+    f.body_len = body_len;
+    f.reason = why;
+    f.err = ESBULK_ERR_INVALID_ARG;
+    report_failure(L, &f);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A small scanner for top-level fields of a JSON object (no full parse) */
+
+static size_t skip_ws(const char *s, size_t i, size_t n)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+        i++;
+    return i;
+}
+
+/* s[i] is '"': the index after the closing quote, 0 if there is none. */
+static size_t skip_string(const char *s, size_t i, size_t n)
+{
+    for (i++; i < n; i++) {
+        if (s[i] == '\\')
+            i++;
+        else if (s[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+/* The index after the value starting at s[i], 0 if malformed. */
+static size_t skip_value(const char *s, size_t i, size_t n)
+{
+    size_t start = i;
+    int depth = 0;
+
+    if (i >= n)
+        return 0;
+    if (s[i] == '"')
+        return skip_string(s, i, n);
+    if (s[i] == '{' || s[i] == '[') {
+        while (i < n) {
+            char c = s[i];
+
+            if (c == '"') {
+                if ((i = skip_string(s, i, n)) == 0)
+                    return 0;
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return i + 1;
+            i++;
+        }
+        return 0;
+    }
+    while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' &&
+           s[i] != '\r' && s[i] != '\n')
+        i++;
+    return i > start ? i : 0;
+}
+
+static int scratch_fit(load_t *L, size_t len)
+{
+    if (len + 1 > L->scratch_cap) {
+        char *p = realloc(L->scratch, len + 1);
+
+        if (p == NULL)
+            return -1;
+        L->scratch = p;
+        L->scratch_cap = len + 1;
+    }
+    return 0;
+}
+
+/* Decodes the JSON string token s[0..len) (quotes included) into L->scratch. */
+static int decode_string(load_t *L, const char *s, size_t len, const char **out, size_t *out_len)
+{
+    json_t *j;
+
+    if (memchr(s, '\\', len) == NULL) {
+        *out = s + 1;
+        *out_len = len - 2;
+        return 0;
+    }
+    j = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (!json_is_string(j) || scratch_fit(L, json_string_length(j)) != 0) {
+        json_decref(j);
+        return -1;
+    }
+    *out_len = json_string_length(j);
+    memcpy(L->scratch, json_string_value(j), *out_len);
+    L->scratch[*out_len] = '\0';
+    *out = L->scratch;
+    json_decref(j);
+    return 0;
+}
+
+typedef enum { FV_MISSING, FV_FOUND, FV_BADTYPE } field_t;
+
+/* Finds top-level field name in object s[0..n): a string (decoded; into
+ * L->scratch when it has escapes, so one field at a time) or a number (its
+ * text). Malformed JSON reads as missing: the library or the server will
+ * report the document itself. */
+static field_t top_field(load_t *L, const char *s, size_t n, const char *name,
+                         const char **val, size_t *val_len)
+{
+    size_t name_len = strlen(name), i = skip_ws(s, 0, n);
+
+    if (i >= n || s[i] != '{')
+        return FV_MISSING;
+    i = skip_ws(s, i + 1, n);
+    if (i < n && s[i] == '}')
+        return FV_MISSING;
+    while (i < n) {
+        size_t kstart = i, kend, vstart, vend;
+        const char *key;
+        size_t key_len;
+        int match;
+
+        if (s[i] != '"' || (kend = skip_string(s, i, n)) == 0)
+            return FV_MISSING;
+        i = skip_ws(s, kend, n);
+        if (i >= n || s[i] != ':')
+            return FV_MISSING;
+        vstart = skip_ws(s, i + 1, n);
+        if ((vend = skip_value(s, vstart, n)) == 0)
+            return FV_MISSING;
+        if (memchr(s + kstart, '\\', kend - kstart) == NULL) {
+            match = kend - kstart - 2 == name_len && memcmp(s + kstart + 1, name, name_len) == 0;
+        } else {
+            match = decode_string(L, s + kstart, kend - kstart, &key, &key_len) == 0 &&
+                    key_len == name_len && memcmp(key, name, name_len) == 0;
+        }
+        if (match) {
+            char c = s[vstart];
+
+            if (c == '"')
+                return decode_string(L, s + vstart, vend - vstart, val, val_len) == 0
+                           ? FV_FOUND
+                           : FV_MISSING;
+            if (c == '-' || (c >= '0' && c <= '9')) {
+                *val = s + vstart;
+                *val_len = vend - vstart;
+                return FV_FOUND;
+            }
+            return vend - vstart == 4 && memcmp(s + vstart, "null", 4) == 0 ? FV_MISSING
+                                                                             : FV_BADTYPE;
+        }
+        i = skip_ws(s, vend, n);
+        if (i >= n || s[i] != ',')
+            return FV_MISSING;
+        i = skip_ws(s, i + 1, n);
+    }
+    return FV_MISSING;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Input lines */
+
+static int is_blank(const char *s, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+            return 0;
+    return 1;
+}
+
+static int op_from_name(const char *s, esbulk_op_t *op)
+{
+    static const char *const names[] = {"index", "create", "update", "delete"};
+    int i;
+
+    for (i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *op = (esbulk_op_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Is the line an action line: {"index"|"create"|"update"|"delete": {...}}?
+ * On success a->root holds the parse. */
+static int parse_action_shape(const char *s, size_t n, action_t *a)
+{
+    json_t *root = json_loadb(s, n, 0, NULL), *meta;
+    const char *key;
+
+    if (!json_is_object(root) || json_object_size(root) != 1) {
+        json_decref(root);
+        return -1;
+    }
+    json_object_foreach(root, key, meta) {
+        if (op_from_name(key, &a->op) != 0 || !json_is_object(meta)) {
+            json_decref(root);
+            return -1;
+        }
+    }
+    a->root = root;
+    return 0;
+}
+
+/* A string or integer action value as text. */
+static int meta_text(json_t *v, char *buf, size_t size, const char **out, size_t *out_len)
+{
+    if (json_is_string(v)) {
+        *out = json_string_value(v);
+        *out_len = json_string_length(v);
+        return 0;
+    }
+    if (json_is_integer(v)) {
+        snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        *out = buf;
+        *out_len = strlen(buf);
+        return 0;
+    }
+    return json_is_null(v) ? 0 : -1;
+}
+
+/* Parses a bulk action line into a. Returns -1 when it is not one. */
+static int parse_action(load_t *L, const char *s, size_t n, action_t *a)
+{
+    const char *key;
+    json_t *meta = NULL, *v;
+
+    memset(a, 0, sizeof(*a));
+    if (parse_action_shape(s, n, a) != 0)
+        return -1;
+    json_object_foreach(a->root, key, v)
+        meta = v;
+    a->index = L->index;
+    json_object_foreach(meta, key, v) {
+        if (strcmp(key, "_index") == 0) {
+            if (!json_is_string(v) || json_string_length(v) == 0)
+                snprintf(a->why, sizeof(a->why), "_index is not a non-empty string");
+            else
+                a->index = json_string_value(v);
+        } else if (strcmp(key, "_id") == 0) {
+            if (meta_text(v, a->idbuf, sizeof(a->idbuf), &a->id, &a->id_len) != 0)
+                snprintf(a->why, sizeof(a->why), "_id is not a string or an integer");
+        } else if (strcmp(key, "routing") == 0 || strcmp(key, "_routing") == 0) {
+            if (meta_text(v, a->routingbuf, sizeof(a->routingbuf), &a->routing,
+                          &a->routing_len) != 0)
+                snprintf(a->why, sizeof(a->why), "routing is not a string or an integer");
+        } else if (strcmp(key, "retry_on_conflict") == 0 || strcmp(key, "_type") == 0) {
+            /* harmless to drop: a retry count, a legacy mapping type */
+            if (!L->warned_ignored_key) {
+                L->warned_ignored_key = 1;
+                clear_progress(L);
+                fprintf(stderr, "esbulk load: note: action key \"%s\" is ignored (and any "
+                                "other retry_on_conflict/_type)\n", key);
+            }
+        } else {
+            /* if_seq_no, version, pipeline, require_alias, ...: dropping them
+             * would change what the operation means */
+            snprintf(a->why, sizeof(a->why), "action key \"%s\" is not supported by esbulk load",
+                     key);
+        }
+    }
+    if (a->why[0] == '\0' && a->index == NULL)
+        snprintf(a->why, sizeof(a->why), "no _index in the action line and no --index given");
+    if (a->id_len == 0)
+        a->id = NULL;
+    if (a->routing_len == 0)
+        a->routing = NULL;
+    return 0;
+}
+
+static int looks_like_bulk(const char *s, size_t n)
+{
+    action_t a;
+
+    memset(&a, 0, sizeof(a));
+    if (parse_action_shape(s, n, &a) != 0)
+        return 0;
+    json_decref(a.root);
+    return 1;
+}
+
+/* Strips a trailing LF and CR. */
+static size_t chomp(const char *s, size_t n)
+{
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    return n;
+}
+
+/* One ndjson document. */
+static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s, size_t n,
+                       uint64_t bytes)
+{
+    const char *id = NULL, *routing = NULL, *v;
+    size_t id_len = 0, routing_len = 0, vlen;
+    char *idcopy = NULL;
+    int rc;
+
+    if (L->id_field != NULL) {
+        field_t r = top_field(L, s, n, L->id_field, &v, &vlen);
+
+        if (r == FV_FOUND && vlen > 0) {
+            id = v;
+            id_len = vlen;
+            /* a decoded value lives in the scratch buffer, which the routing
+             * lookup may reuse */
+            if (v == L->scratch && L->routing_field != NULL) {
+                if ((idcopy = malloc(vlen + 1)) == NULL) {
+                    fail_line(L, input, lineno, bytes, L->op, NULL, s, n, "out of memory");
+                    return 0;
+                }
+                memcpy(idcopy, v, vlen);
+                idcopy[vlen] = '\0';
+                id = idcopy;
+            }
+        } else if (r == FV_BADTYPE && !L->warned_id_type) {
+            L->warned_id_type = 1;
+            clear_progress(L);
+            fprintf(stderr, "esbulk load: %s:%" PRIu64 ": note: --id-field \"%s\" is not a "
+                    "string or number; such documents get no _id from it\n",
+                    input_name(L, input), lineno, L->id_field);
+        }
+    }
+    if (L->routing_field != NULL) {
+        field_t r = top_field(L, s, n, L->routing_field, &routing, &routing_len);
+
+        if (r != FV_FOUND) {
+            routing = NULL;
+            routing_len = 0;
+        }
+        if (r == FV_BADTYPE && !L->warned_routing_type) {
+            L->warned_routing_type = 1;
+            clear_progress(L);
+            fprintf(stderr, "esbulk load: %s:%" PRIu64 ": note: --routing-field \"%s\" is not "
+                    "a string or number; such documents get no routing from it\n",
+                    input_name(L, input), lineno, L->routing_field);
+        }
+    }
+    if (L->op == ESBULK_OP_DELETE) {
+        rc = add_doc(L, input, lineno, bytes, L->op, L->index, id, id_len, routing, routing_len,
+                     NULL, 0);
+    } else if (L->op == ESBULK_OP_UPDATE) {
+        /* a partial update: {"doc": LINE} */
+        char *body = malloc(n + 8);
+
+        if (body == NULL) {
+            fail_line(L, input, lineno, bytes, L->op, NULL, s, n, "out of memory");
+            rc = 0;
+        } else {
+            memcpy(body, "{\"doc\":", 7);
+            memcpy(body + 7, s, n);
+            body[n + 7] = '}';
+            rc = add_doc(L, input, lineno, bytes, L->op, L->index, id, id_len, routing,
+                         routing_len, body, n + 8);
+            free(body);
+        }
+    } else {
+        rc = add_doc(L, input, lineno, bytes, L->op, L->index, id, id_len, routing, routing_len,
+                     s, n);
+    }
+    free(idcopy);
+    return rc;
+}
+
+/* Reads one input. Returns 0, -1 on a read error or interruption, or
+ * EXIT_USAGE when it needs --index. */
+static int load_input(load_t *L, uint32_t input, FILE *fp)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    uint64_t lineno = 0;
+    format_t fmt = L->format;
+    action_t pending;
+    int have_pending = 0, orphan = 0, rc = 0;
+
+    memset(&pending, 0, sizeof(pending));
+    while (!interrupted && (got = getline(&line, &cap, fp)) >= 0) {
+        size_t n = chomp(line, (size_t)got);
+
+        lineno++;
+        L->bytes_read += (uint64_t)got;
+        if (lineno % POLL_EVERY == 0)
+            esbulk_poll(L->eb, 0);
+        if ((lineno & 63) == 0)
+            show_progress(L, 0);
+        if (is_blank(line, n)) {
+            L->bytes_done += (uint64_t)got;
+            continue;
+        }
+        if (fmt == FMT_AUTO) {
+            fmt = looks_like_bulk(line, n) ? FMT_BULK : FMT_NDJSON;
+        }
+        if (fmt == FMT_NDJSON) {
+            if (L->index == NULL) {
+                clear_progress(L);
+                fprintf(stderr, "esbulk load: %s looks like ndjson (not _bulk action lines): "
+                        "--index is required\n%s", input_name(L, input), load_usage);
+                rc = EXIT_USAGE;
+                break;
+            }
+            if (ndjson_line(L, input, lineno, line, n, (uint64_t)got) != 0) {
+                rc = -1;
+                break;
+            }
+            continue;
+        }
+        /* bulk */
+        if (have_pending) {
+            have_pending = 0;
+            pending.bytes += (uint64_t)got;
+            if (pending.why[0] != '\0')
+                fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending, line,
+                          n, pending.why);
+            else if (add_doc(L, input, pending.line, pending.bytes, pending.op, pending.index,
+                             pending.id, pending.id_len, pending.routing, pending.routing_len,
+                             line, n) != 0)
+                rc = -1;
+            json_decref(pending.root);
+            pending.root = NULL;
+            if (rc != 0)
+                break;
+            continue;
+        }
+        if (parse_action(L, line, n, &pending) != 0) {
+            if (orphan) {
+                /* the source line of the broken action line before it */
+                orphan = 0;
+                L->bytes_done += (uint64_t)got;
+                continue;
+            }
+            fail_line(L, input, lineno, (uint64_t)got, -1, NULL, NULL, 0,
+                      "not a bulk action line ({\"index\"|\"create\"|\"update\"|\"delete\": "
+                      "{...}}); it and the line after it (unless that is an action) are skipped");
+            orphan = 1;
+            continue;
+        }
+        orphan = 0;
+        pending.line = lineno;
+        pending.bytes = (uint64_t)got;
+        if (pending.op == ESBULK_OP_DELETE) {
+            if (pending.why[0] != '\0')
+                fail_line(L, input, lineno, pending.bytes, (int)pending.op, &pending, NULL, 0,
+                          pending.why);
+            else if (add_doc(L, input, lineno, pending.bytes, pending.op, pending.index,
+                             pending.id, pending.id_len, pending.routing, pending.routing_len,
+                             NULL, 0) != 0)
+                rc = -1;
+            json_decref(pending.root);
+            pending.root = NULL;
+            if (rc != 0)
+                break;
+            continue;
+        }
+        have_pending = 1;
+    }
+    if (rc == 0 && have_pending && !interrupted)
+        fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending, NULL, 0,
+                  "the input ends after an action line: its source line is missing");
+    json_decref(pending.root);
+    if (rc == 0 && ferror(fp) && !interrupted) {
+        clear_progress(L);
+        fprintf(stderr, "esbulk load: reading %s: %s\n", input_name(L, input), strerror(errno));
+        rc = -1;
+    }
+    if (interrupted && rc == 0)
+        rc = -1;
+    free(line);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Summary and statistics */
+
+static int64_t jint(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+static void print_summary(load_t *L, json_t *stats, double el)
+{
+    uint64_t done = L->indexed + L->failed + L->possibly;
+
+    clear_progress(L);
+    if (L->failures_total > L->failures_shown)
+        fprintf(stderr, "esbulk load: %" PRIu64 " more failure%s not shown%s%s%s\n",
+                L->failures_total - L->failures_shown,
+                L->failures_total - L->failures_shown == 1 ? "" : "s",
+                L->reasons_path ? " (all are in " : "", L->reasons_path ? L->reasons_path : "",
+                L->reasons_path ? ")" : "");
+    fprintf(stderr, "esbulk load: %" PRIu64 " documents read, %" PRIu64 " indexed, %" PRIu64
+            " failed, %" PRIu64 " possibly indexed\n",
+            L->read_docs, L->indexed, L->failed, L->possibly);
+    fprintf(stderr, "esbulk load: %.2f s, %.0f docs/s, %.1f MB/s of input\n", el,
+            el > 0 ? (double)done / el : 0.0, el > 0 ? (double)L->bytes_done / el / 1e6 : 0.0);
+    if (stats != NULL) {
+        fprintf(stderr, "esbulk load: %" PRId64 " requests, %" PRId64 " retried, %" PRId64
+                " 429s (%" PRId64 " whole requests, %" PRId64 " items), %" PRId64
+                " unrouted, %.1f MB sent (%.1f MB uncompressed)\n",
+                jint(stats, "requests"), jint(stats, "retried"),
+                jint(stats, "http_429") + jint(stats, "item_429"), jint(stats, "http_429"),
+                jint(stats, "item_429"), jint(stats, "unrouted"),
+                (double)jint(stats, "bytes_sent") / 1e6,
+                (double)jint(stats, "bytes_uncompressed") / 1e6);
+    }
+}
+
+static void print_latency(json_t *lat, const char *key)
+{
+    json_t *v = json_object_get(lat, key);
+
+    if (json_is_integer(v))
+        fprintf(stderr, " %7" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else
+        fprintf(stderr, " %7s", "-");
+}
+
+static void print_node_stats(json_t *stats)
+{
+    json_t *nodes = json_object_get(stats, "nodes"), *node;
+    size_t i;
+
+    fprintf(stderr, "%-24s %9s %7s %7s %7s %7s\n", "NODE", "REQUESTS", "ERRORS", "P50 ms",
+            "P95 ms", "P99 ms");
+    json_array_foreach(nodes, i, node) {
+        json_t *name = json_object_get(node, "name"), *url = json_object_get(node, "url");
+        json_t *lat = json_object_get(node, "latency_ms");
+
+        fprintf(stderr, "%-24s %9" PRId64 " %7" PRId64,
+                json_is_string(name) ? json_string_value(name)
+                                     : json_is_string(url) ? json_string_value(url) : "-",
+                jint(node, "requests"), jint(node, "errors"));
+        print_latency(lat, "p50");
+        print_latency(lat, "p95");
+        print_latency(lat, "p99");
+        fputc('\n', stderr);
+    }
+    if (json_array_size(nodes) == 0)
+        fprintf(stderr, "(no node statistics)\n");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Options */
+
+enum {
+    O_FORMAT = 256, O_URL, O_INDEX, O_OP, O_ID_FIELD, O_ROUTING_FIELD, O_ID_GENERATE,
+    O_FLUSH_DOCS, O_FLUSH_BYTES, O_FLUSH_INTERVAL, O_INFLIGHT, O_ROUTING_LEVEL, O_COMPRESSION,
+    O_USER, O_PASSWORD, O_API_KEY, O_BEARER, O_INSECURE, O_CA_FILE, O_SET, O_FAILED, O_QUIET,
+    O_STATS, O_HELP
+};
+
+static const struct option load_opts[] = {
+    {"format", required_argument, NULL, O_FORMAT},
+    {"url", required_argument, NULL, O_URL},
+    {"index", required_argument, NULL, O_INDEX},
+    {"op", required_argument, NULL, O_OP},
+    {"id-field", required_argument, NULL, O_ID_FIELD},
+    {"routing-field", required_argument, NULL, O_ROUTING_FIELD},
+    {"id-generate", required_argument, NULL, O_ID_GENERATE},
+    {"flush-docs", required_argument, NULL, O_FLUSH_DOCS},
+    {"flush-bytes", required_argument, NULL, O_FLUSH_BYTES},
+    {"flush-interval-ms", required_argument, NULL, O_FLUSH_INTERVAL},
+    {"inflight", required_argument, NULL, O_INFLIGHT},
+    {"routing-level", required_argument, NULL, O_ROUTING_LEVEL},
+    {"compression", required_argument, NULL, O_COMPRESSION},
+    {"user", required_argument, NULL, O_USER},
+    {"password", required_argument, NULL, O_PASSWORD},
+    {"api-key", required_argument, NULL, O_API_KEY},
+    {"bearer", required_argument, NULL, O_BEARER},
+    {"insecure", no_argument, NULL, O_INSECURE},
+    {"ca-file", required_argument, NULL, O_CA_FILE},
+    {"set", required_argument, NULL, O_SET},
+    {"failed", required_argument, NULL, O_FAILED},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"stats", no_argument, NULL, O_STATS},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0}};
+
+typedef struct {
+    const char *key, *value, *option;
+} kv_t;
+
+static int conf_put(esbulk_conf_t *conf, const kv_t *kv)
+{
+    char errstr[512];
+
+    if (esbulk_conf_set(conf, kv->key, kv->value, errstr, sizeof(errstr)) != ESBULK_OK) {
+        fprintf(stderr, "esbulk load: %s: %s\n%s", kv->option, errstr, load_usage);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int conf_is(const esbulk_conf_t *conf, const char *key, const char *value)
+{
+    char buf[64];
+
+    return esbulk_conf_get(conf, key, buf, sizeof(buf), NULL) == ESBULK_OK &&
+           strcmp(buf, value) == 0;
+}
+
+/* Opens input i ("-": standard input). */
+static FILE *open_input(load_t *L, int i)
+{
+    if (L->ninputs == 0 || strcmp(L->inputs[i], "-") == 0)
+        return stdin;
+    return fopen(L->inputs[i], "r");
+}
+
+int esbulk_cmd_load(int argc, char **argv)
+{
+    static const kv_t load_defaults[] = {
+        /* Add does not wait inside the library: buffer.max.docs counts results
+         * not yet served, and only esbulk_poll (this thread) serves them, so a
+         * blocking add could wait forever. The add loop polls instead. */
+        {"enqueue.timeout.ms", "0", "default"},
+        /* report invalid JSON/UTF-8 at add time with the line, not as a
+         * server "failed to parse" */
+        {"body.validate", "true", "default"},
+    };
+    kv_t opts[64], sets[MAX_SETS];
+    const char *urls[MAX_URLS];
+    int nopts = 0, nsets = 0, nurls = 0, c, i, li, rc = 0, fatal = 0;
+    char optnames[64][32];
+    char *urlbuf = NULL, errstr[512], *stats_text;
+    esbulk_conf_t *conf = NULL;
+    json_t *stats = NULL;
+    sigset_t block, old;
+    struct sigaction sa;
+    load_t L;
+    double el;
+
+    memset(&L, 0, sizeof(L));
+    L.format = FMT_AUTO;
+    L.op = ESBULK_OP_INDEX;
+    interrupted = 0;
+    optind = 1;
+    while ((li = -1, c = getopt_long(argc, argv, "", load_opts, &li)) != -1) {
+        const char *key = NULL;
+
+        if (nopts == (int)(sizeof(opts) / sizeof(opts[0])))
+            return usage_error("too many options%s", "");
+
+        switch (c) {
+        case O_FORMAT:
+            if (strcmp(optarg, "auto") == 0) L.format = FMT_AUTO;
+            else if (strcmp(optarg, "ndjson") == 0) L.format = FMT_NDJSON;
+            else if (strcmp(optarg, "bulk") == 0) L.format = FMT_BULK;
+            else return usage_error("--format wants auto, ndjson or bulk, got \"%s\"", optarg);
+            break;
+        case O_URL:
+            if (nurls == MAX_URLS)
+                return usage_error("too many --url options%s", "");
+            urls[nurls++] = optarg;
+            break;
+        case O_INDEX:
+            if (*optarg == '\0')
+                return usage_error("--index wants a name%s", "");
+            L.index = optarg;
+            break;
+        case O_OP:
+            if (op_from_name(optarg, &L.op) != 0)
+                return usage_error("--op wants index, create, update or delete, got \"%s\"",
+                                   optarg);
+            break;
+        case O_ID_FIELD: L.id_field = optarg; break;
+        case O_ROUTING_FIELD: L.routing_field = optarg; break;
+        case O_ID_GENERATE: key = "id.generate"; break;
+        case O_FLUSH_DOCS: key = "flush.docs"; break;
+        case O_FLUSH_BYTES: key = "flush.bytes"; break;
+        case O_FLUSH_INTERVAL: key = "flush.interval.ms"; break;
+        case O_INFLIGHT: key = "max.inflight.per.node"; break;
+        case O_ROUTING_LEVEL: key = "routing.level"; break;
+        case O_COMPRESSION: key = "compression"; break;
+        case O_USER: key = "auth.username"; break;
+        case O_PASSWORD: key = "auth.password"; break;
+        case O_API_KEY: key = "auth.api_key"; break;
+        case O_BEARER: key = "auth.bearer"; break;
+        case O_CA_FILE: key = "tls.ca.file"; break;
+        case O_INSECURE:
+            opts[nopts].key = "tls.insecure";
+            opts[nopts].value = "true";
+            opts[nopts++].option = "--insecure";
+            break;
+        case O_SET: {
+            char *eq = strchr(optarg, '=');
+
+            if (eq == NULL || eq == optarg)
+                return usage_error("--set wants KEY=VALUE, got \"%s\"", optarg);
+            if (nsets == MAX_SETS)
+                return usage_error("too many --set options%s", "");
+            *eq = '\0';
+            sets[nsets].key = optarg;
+            sets[nsets].value = eq + 1;
+            sets[nsets++].option = "--set";
+            break;
+        }
+        case O_FAILED: L.failed_path = optarg; break;
+        case O_QUIET: L.quiet = 1; break;
+        case O_STATS: L.show_stats = 1; break;
+        case O_HELP: fputs(load_help, stdout); return 0;
+        default: return usage_error("unknown option or missing argument%s", "");
+        }
+        if (key != NULL) {
+            snprintf(optnames[nopts], sizeof(optnames[nopts]), "--%s",
+                     li >= 0 ? load_opts[li].name : key);
+            opts[nopts].key = key;
+            opts[nopts].value = optarg;
+            opts[nopts].option = optnames[nopts];
+            nopts++;
+        }
+    }
+    L.inputs = argv + optind;
+    L.ninputs = argc - optind;
+
+    if (L.format == FMT_NDJSON && L.index == NULL)
+        return usage_error("--index is required for --format ndjson%s", "");
+    if ((L.op == ESBULK_OP_DELETE || L.op == ESBULK_OP_UPDATE) && L.id_field == NULL)
+        return usage_error("--op %s needs --id-field", op_name((int)L.op));
+    if (L.format == FMT_BULK && (L.id_field || L.routing_field || L.op != ESBULK_OP_INDEX))
+        return usage_error("--op, --id-field and --routing-field are for ndjson input, "
+                           "not --format bulk%s", "");
+
+    /* Inputs: all must open; the total size is known when all are files. */
+    {
+        int known = 1;
+
+        for (i = 0; i < (L.ninputs ? L.ninputs : 1); i++) {
+            struct stat st;
+            FILE *fp = open_input(&L, i);
+
+            if (fp == NULL) {
+                fprintf(stderr, "esbulk load: cannot open %s: %s\n", L.inputs[i],
+                        strerror(errno));
+                return EXIT_USAGE;
+            }
+            if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode))
+                L.total_bytes += (uint64_t)st.st_size;
+            else
+                known = 0;
+            if (fp != stdin)
+                fclose(fp);
+        }
+        if (!known)
+            L.total_bytes = 0;
+    }
+
+    /* Configuration: load's defaults, the options, then --set. */
+    if ((conf = esbulk_conf_new()) == NULL) {
+        fprintf(stderr, "esbulk load: out of memory\n");
+        return 1;
+    }
+    for (i = 0; i < (int)(sizeof(load_defaults) / sizeof(load_defaults[0])); i++)
+        if ((rc = conf_put(conf, &load_defaults[i])) != 0)
+            goto out;
+    if (nurls > 0) {
+        size_t len = 0;
+        kv_t kv;
+
+        for (i = 0; i < nurls; i++)
+            len += strlen(urls[i]) + 1;
+        if ((urlbuf = malloc(len)) == NULL) {
+            rc = 1;
+            goto out;
+        }
+        urlbuf[0] = '\0';
+        for (i = 0; i < nurls; i++) {
+            if (i > 0)
+                strcat(urlbuf, ",");
+            strcat(urlbuf, urls[i]);
+        }
+        kv.key = "urls";
+        kv.value = urlbuf;
+        kv.option = "--url";
+        if ((rc = conf_put(conf, &kv)) != 0)
+            goto out;
+    }
+    for (i = 0; i < nopts; i++)
+        if ((rc = conf_put(conf, &opts[i])) != 0)
+            goto out;
+    for (i = 0; i < nsets; i++)
+        if ((rc = conf_put(conf, &sets[i])) != 0)
+            goto out;
+    if (conf_is(conf, "result.failures_only", "true")) {
+        /* successes would then have no result, and their records no owner */
+        rc = usage_error("result.failures_only=true is not supported by load%s", "");
+        goto out;
+    }
+    L.gen_ids = !conf_is(conf, "id.generate", "none");
+    esbulk_conf_set_result_cb(conf, on_result);
+    esbulk_conf_set_opaque(conf, &L);
+
+    if (L.failed_path != NULL) {
+        size_t len = strlen(L.failed_path);
+
+        if ((L.reasons_path = malloc(len + 9)) == NULL) {
+            rc = 1;
+            goto out;
+        }
+        memcpy(L.reasons_path, L.failed_path, len);
+        memcpy(L.reasons_path + len, ".reasons", 9);
+        if ((L.failed_fp = fopen(L.failed_path, "w")) == NULL ||
+            (L.reasons_fp = fopen(L.reasons_path, "w")) == NULL) {
+            fprintf(stderr, "esbulk load: cannot write %s: %s\n",
+                    L.failed_fp ? L.reasons_path : L.failed_path, strerror(errno));
+            rc = EXIT_USAGE;
+            goto out;
+        }
+    }
+
+    /* The I/O thread inherits this mask: signals come to this thread. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    L.eb = esbulk_new(conf, errstr, sizeof(errstr));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (L.eb == NULL) {
+        fprintf(stderr, "esbulk load: %s\n", errstr);
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second signal ends the process */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    L.progress = !L.quiet && isatty(2);
+    clock_gettime(CLOCK_MONOTONIC, &L.t0);
+    L.last_progress_ns = now_ns();
+
+    for (i = 0; i < (L.ninputs ? L.ninputs : 1) && !interrupted; i++) {
+        FILE *fp = open_input(&L, i);
+        int r;
+
+        if (fp == NULL) {
+            clear_progress(&L);
+            fprintf(stderr, "esbulk load: cannot open %s: %s\n", L.inputs[i], strerror(errno));
+            fatal = 1;
+            break;
+        }
+        r = load_input(&L, (uint32_t)i, fp);
+        if (fp != stdin)
+            fclose(fp);
+        if (r == EXIT_USAGE) {
+            fatal = EXIT_USAGE;
+            break;
+        }
+        if (r != 0) {
+            fatal = 1;
+            break;
+        }
+    }
+    if (interrupted) {
+        clear_progress(&L);
+        fprintf(stderr, "esbulk load: interrupted: input not read further; waiting up to 5 s "
+                        "for the documents in flight\n");
+        esbulk_close(L.eb, 5000);
+    } else {
+        /* flush in slices to keep the progress line moving */
+        while (esbulk_flush(L.eb, 250) == ESBULK_ERR_TIMED_OUT && !interrupted)
+            show_progress(&L, 1);
+        esbulk_close(L.eb, interrupted ? 5000 : -1);
+    }
+    el = elapsed_s(&L);
+    stats_text = esbulk_stats_json(L.eb);
+    if (stats_text != NULL)
+        stats = json_loads(stats_text, 0, NULL);
+    esbulk_free(stats_text);
+    esbulk_destroy(L.eb);
+    L.eb = NULL;
+
+    print_summary(&L, stats, el);
+    if (L.show_stats && stats != NULL)
+        print_node_stats(stats);
+    if (L.failed_fp != NULL) {
+        if (fclose(L.failed_fp) != 0)
+            L.write_error = 1;
+        L.failed_fp = NULL;
+        if (fclose(L.reasons_fp) != 0)
+            L.write_error = 1;
+        L.reasons_fp = NULL;
+        if (L.write_error)
+            fprintf(stderr, "esbulk load: writing %s or %s failed\n", L.failed_path,
+                    L.reasons_path);
+        else if (L.failed + L.possibly > 0)
+            fprintf(stderr, "esbulk load: failed documents are in %s (re-run with --format "
+                            "bulk), reasons in %s\n", L.failed_path, L.reasons_path);
+    }
+    if (L.failed + L.possibly > 0) {
+        uint64_t n = L.failed + L.possibly;
+
+        fprintf(stderr, "esbulk load: %" PRIu64 " document%s failed", n, n == 1 ? "" : "s");
+        if (L.possibly > 0)
+            fprintf(stderr, " (%" PRIu64 " of them possibly indexed)", L.possibly);
+        fputc('\n', stderr);
+        rc = 1;
+    }
+    if (fatal)
+        rc = fatal;
+    else if (L.write_error)
+        rc = 1;
+out:
+    json_decref(stats);
+    if (L.eb != NULL)
+        esbulk_destroy(L.eb);
+    if (L.failed_fp != NULL)
+        fclose(L.failed_fp);
+    if (L.reasons_fp != NULL)
+        fclose(L.reasons_fp);
+    free(L.reasons_path);
+    free(L.scratch);
+    free(urlbuf);
+    esbulk_conf_destroy(conf);
+    return rc;
+}

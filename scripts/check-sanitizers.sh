@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the library, the unit tests and the engine integration test with
+# clang's AddressSanitizer and UndefinedBehaviorSanitizer (plus -Werror) in a
+# scratch directory and runs them; any report fails the run.
+#
+#   scripts/check-sanitizers.sh [--unit-only]
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+out=${ESBULK_SANITIZE_DIR:-$src/_build/sanitize}
+mkdir -p "$out"
+cc=${CC_SANITIZE:-clang}
+flags=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+       -fno-sanitize-recover=undefined -Wall -Wextra -Wshadow -Wstrict-prototypes
+       -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Werror -fvisibility=hidden
+       -I"$src/include" -I"$src/lib" -I"$src")
+pc=$(pkg-config --cflags --libs libcurl jansson libxxhash zlib check)
+libs=(-lpthread -lm)
+lib_srcs=("$src"/lib/*.c)
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export CK_FORK=no top_srcdir="$src"
+
+echo "sanitizers: building with $cc -fsanitize=address,undefined"
+for t in "$src"/tests/check_*.c; do
+    name=$(basename "$t" .c)
+    # shellcheck disable=SC2086
+    "$cc" "${flags[@]}" "${lib_srcs[@]}" "$t" $pc "${libs[@]}" -o "$out/$name"
+done
+# shellcheck disable=SC2086
+"$cc" "${flags[@]}" "${lib_srcs[@]}" "$src/tests/it_engine.c" "$src/tests/it_common.c" $pc \
+    "${libs[@]}" -o "$out/it_engine"
+
+pass=0 fail=0
+for t in "$src"/tests/check_*.c; do
+    name=$(basename "$t" .c)
+    if "$out/$name" >"$out/$name.log" 2>&1; then
+        pass=$((pass + 1)); echo "PASS: $name under ASan+UBSan"
+    else
+        fail=$((fail + 1)); echo "FAIL: $name under ASan+UBSan"; tail -n 40 "$out/$name.log"
+    fi
+done
+if [ "${1:-}" != --unit-only ]; then
+    "$src/tests/cluster/ensure.sh" opensearch
+    if "$out/it_engine" http://127.0.0.1:19200 >"$out/it_engine.log" 2>&1; then
+        pass=$((pass + 1)); echo "PASS: it_engine under ASan+UBSan ($(tail -n 1 "$out/it_engine.log"))"
+    else
+        fail=$((fail + 1)); echo "FAIL: it_engine under ASan+UBSan"; tail -n 60 "$out/it_engine.log"
+    fi
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
