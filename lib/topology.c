@@ -9,12 +9,15 @@
 /* An index not found is looked for again after this long, so that documents
  * for an index created meanwhile become routed soon. */
 #define UNKNOWN_RECHECK_MS 1000
+/* The longest a topology request may take. */
+#define TOPOLOGY_TIMEOUT_MS 10000
 
 struct esbulk_topology_s {
     pthread_mutex_t lock;
     esbulk__http_opts_t http;
     esbulk__url_t *seeds;
     int nseeds;
+    atomic_int good_seed;   /* the seed that answered last */
     int discovery;
     int64_t refresh_ms;
     esbulk__log_t log;
@@ -362,18 +365,25 @@ static esbulk_err_t seed_get(esbulk_topology_t *topo, const char *path, long *st
 {
     esbulk_err_t err = ESBULK_ERR_TRANSPORT;
     esbulk__buf_t buf;
-    int i;
+    int i, k;
 
     *body = NULL;
     esbulk__buf_init(&buf, topo->http.response_max_bytes);
-    for (i = 0; i < topo->nseeds; i++) {
+    /* start from the seed that answered last: a dead first seed costs once */
+    for (k = 0; k < topo->nseeds; k++) {
         char url[2048];
 
+        i = (atomic_load(&topo->good_seed) + k) % topo->nseeds;
         snprintf(url, sizeof(url), "%s%s", topo->seeds[i].base, path);
-        err = esbulk__http_request(&topo->http, "GET", url, NULL, NULL, 0, 0, status, &buf,
-                                   errstr, errstr_size);
-        if (err == ESBULK_OK)
+        /* metadata requests are small: do not let one hold the caller for long */
+        err = esbulk__http_request(&topo->http, "GET", url, NULL, NULL, 0,
+                                   topo->http.request_timeout_ms < TOPOLOGY_TIMEOUT_MS
+                                       ? topo->http.request_timeout_ms : TOPOLOGY_TIMEOUT_MS,
+                                   status, &buf, errstr, errstr_size);
+        if (err == ESBULK_OK) {
+            atomic_store(&topo->good_seed, i);
             break;
+        }
         esbulk__log(&topo->log, ESBULK_LOG_WARNING, "topology", "%s", errstr);
     }
     if (err == ESBULK_OK) {
@@ -843,7 +853,7 @@ static esbulk_err_t fetch_index(esbulk_topology_t *topo, esbulk__cluster_t *c, c
     if ((wesc = esbulk__url_escape(e->write_index)) == NULL)
         goto out;
     snprintf(path, sizeof(path),
-             "/_cluster/state/metadata,routing_table/%s?filter_path="
+             "/_cluster/state/metadata,routing_table/%s?local=true&filter_path="
              "metadata.indices.*.state,metadata.indices.*.routing_num_shards,"
              "metadata.indices.*.settings.index.number_of_shards,"
              "metadata.indices.*.settings.index.number_of_routing_shards,"
@@ -1082,6 +1092,9 @@ static esbulk_err_t store_index(esbulk_topology_t *topo, esbulk__index_t *e)
     return ESBULK_OK;
 }
 
+static void remember_failure(esbulk_topology_t *topo, const char *name, esbulk_err_t err,
+                             const char *why);
+
 /* Fetches index name against the current cluster; refetches the cluster once
  * when a primary sits on a node it does not know yet. */
 static esbulk_err_t load_index(esbulk_topology_t *topo, const char *name, int force_cluster,
@@ -1098,8 +1111,10 @@ static esbulk_err_t load_index(esbulk_topology_t *topo, const char *name, int fo
             return err;
         err = fetch_index(topo, c, name, &e, &missing, errstr, errstr_size);
         esbulk__cluster_release(c);
-        if (err != ESBULK_OK)
+        if (err != ESBULK_OK) {
+            remember_failure(topo, name, err, errstr);
             return err;
+        }
         if (!missing)
             break;
         if (attempt == 0)
@@ -1129,7 +1144,14 @@ esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *nam
         }
     }
     if (e != NULL && !stale(topo, e->fetched_ms, esbulk__now_ms(),
-                            e->state == ESBULK__IDX_UNKNOWN)) {
+                            e->state == ESBULK__IDX_UNKNOWN || e->state == ESBULK__IDX_ERROR)) {
+        if (e->state == ESBULK__IDX_ERROR) {
+            /* a fetch that just failed is not repeated for every document */
+            esbulk_err_t err = e->error;
+            esbulk__errstr(errstr, errstr_size, "%s", e->reason ? e->reason : esbulk_err2str(err));
+            pthread_mutex_unlock(&topo->lock);
+            return err;
+        }
         atomic_fetch_add(&e->refs, 1);
         pthread_mutex_unlock(&topo->lock);
         *entry = e;
@@ -1137,6 +1159,39 @@ esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *nam
     }
     pthread_mutex_unlock(&topo->lock);
     return load_index(topo, name, 0, entry, errstr, errstr_size);
+}
+
+/* Remembers that fetching name failed: an older good entry is kept (and
+ * asked again in UNKNOWN_RECHECK_MS), else an error entry stands in. */
+static void remember_failure(esbulk_topology_t *topo, const char *name, esbulk_err_t err,
+                             const char *why)
+{
+    int64_t now = esbulk__now_ms();
+    esbulk__index_t *e;
+    int i;
+
+    pthread_mutex_lock(&topo->lock);
+    for (i = 0; i < topo->nindices; i++) {
+        e = topo->indices[i];
+        if (strcmp(e->name, name) == 0 && e->state != ESBULK__IDX_ERROR) {
+            e->fetched_ms = topo->refresh_ms > UNKNOWN_RECHECK_MS
+                                ? now - topo->refresh_ms + UNKNOWN_RECHECK_MS : now;
+            pthread_mutex_unlock(&topo->lock);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&topo->lock);
+    if (err == ESBULK_ERR_NOMEM || err == ESBULK_ERR_INVALID_ARG || (e = index_new(name)) == NULL)
+        return;
+    e->state = ESBULK__IDX_ERROR;
+    e->error = err;
+    e->reason = why ? esbulk__strdup(why) : NULL;
+    e->fetched_ms = now;
+    if (store_index(topo, e) != ESBULK_OK) {
+        esbulk__index_release(e);
+        return;
+    }
+    esbulk__index_release(e);
 }
 
 esbulk_err_t esbulk_topology_refresh(esbulk_topology_t *topo, char *errstr, size_t errstr_size)

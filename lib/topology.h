@@ -31,7 +31,8 @@ typedef struct {
 typedef enum {
     ESBULK__IDX_OK = 0,
     ESBULK__IDX_UNKNOWN,    /* does not exist (yet) */
-    ESBULK__IDX_UNROUTABLE  /* routes on source fields, closed, no write index */
+    ESBULK__IDX_UNROUTABLE, /* routes on source fields, closed, no write index */
+    ESBULK__IDX_ERROR       /* the last fetch failed (error, reason): asked again soon */
 } esbulk__idx_state_t;
 
 typedef struct {
@@ -46,6 +47,7 @@ typedef struct {
     int32_t *primary;    /* node index in cluster->nodes per shard, -1 unassigned */
     esbulk__cluster_t *cluster; /* the node table primary[] refers to */
     int from_fallback;   /* built from _settings + _search_shards */
+    esbulk_err_t error;  /* ESBULK__IDX_ERROR: why */
     int64_t fetched_ms;
 } esbulk__index_t;
 
