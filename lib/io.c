@@ -50,6 +50,7 @@ typedef struct req_s {
     CURL *easy;
     struct curl_slist *headers;
     esbulk__buf_t body, resp;
+    int prereqs;        /* requests curl was about to send for it */
     esbulk__doc_t **docs;
     size_t ndocs;
     target_t *target;
@@ -215,8 +216,15 @@ static target_t *target_any(io_t *io, int64_t now)
             if (target_usable(io, t, now))
                 n++;
     }
-    if (n == 0)
-        return NULL;
+    if (n == 0) {
+        /* every one is down: try the one down longest (its documents back
+         * off between attempts, so this does not spin) */
+        for (t = io->targets; t != NULL; t = t->next)
+            if (t->present && t->inflight < io->max_inflight &&
+                (pick == NULL || t->down_until < pick->down_until))
+                pick = t;
+        return pick;
+    }
     k = io->rr++ % n;
     for (t = io->targets; t != NULL; t = t->next) {
         if (target_usable(io, t, now) && (!want_nodes || t->node_id != NULL)) {
@@ -448,23 +456,39 @@ static void retries_due(esbulk_t *eb, io_t *io, int64_t now)
     }
 }
 
-/* Fails documents whose delivery.timeout.ms passed while they waited. */
+static void expire_one(esbulk_t *eb, esbulk__doc_t *d)
+{
+    pthread_mutex_lock(&eb->lock);
+    eb->stats.expired++;
+    pthread_mutex_unlock(&eb->lock);
+    deliver(eb, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
+            ESBULK_ERR_DELIVERY_TIMEOUT, d->status, NULL,
+            "not delivered within delivery.timeout.ms (no node accepted it in time)");
+}
+
+/* Fails documents whose delivery.timeout.ms passed while they waited. A
+ * destination queue is in add order (retries, older, go first), so its
+ * deadlines rise: the scan stops at the first one not due, and a deep
+ * backlog costs nothing. */
 static void expire_queue(esbulk_t *eb, esbulk__queue_t *q, int64_t now)
+{
+    esbulk__doc_t *d;
+
+    while ((d = q->head) != NULL && d->deadline_ms > 0 && now >= d->deadline_ms)
+        expire_one(eb, esbulk__queue_pop(q));
+}
+
+/* The retry list is not ordered: scanned whole (it holds only retries). */
+static void expire_unordered(esbulk_t *eb, esbulk__queue_t *q, int64_t now)
 {
     esbulk__queue_t keep = {0};
     esbulk__doc_t *d;
 
     while ((d = esbulk__queue_pop(q)) != NULL) {
-        if (d->deadline_ms > 0 && now >= d->deadline_ms) {
-            pthread_mutex_lock(&eb->lock);
-            eb->stats.expired++;
-            pthread_mutex_unlock(&eb->lock);
-            deliver(eb, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
-                    ESBULK_ERR_DELIVERY_TIMEOUT, d->status, NULL,
-                    "not delivered within delivery.timeout.ms (no node accepted it in time)");
-        } else {
+        if (d->deadline_ms > 0 && now >= d->deadline_ms)
+            expire_one(eb, d);
+        else
             esbulk__queue_push(&keep, d);
-        }
     }
     *q = keep;
 }
@@ -475,11 +499,11 @@ static void expire_all(esbulk_t *eb, io_t *io, int64_t now)
 
     for (dest = io->dests; dest != NULL; dest = dest->next) {
         expire_queue(eb, &dest->q, now);
-        expire_queue(eb, &dest->retry_q, now);
+        expire_unordered(eb, &dest->retry_q, now);
         if (dest->q.head != NULL)
             dest->oldest_ms = dest->q.head->queued_ms;
     }
-    expire_queue(eb, &io->retry, now);
+    expire_unordered(eb, &io->retry, now);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -492,6 +516,24 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
     if (esbulk__buf_add(&r->resp, data, size * nmemb) != ESBULK_OK)
         return 0;
     return size * nmemb;
+}
+
+/* Called by curl before each request it sends for a transfer. libcurl
+ * re-sends a request by itself when a kept-alive connection dies without an
+ * answer ("Connection died, retrying a fresh connect"): a request the server
+ * had applied would be applied twice (documents without _id indexed twice)
+ * with nobody knowing. Only the first request goes; the transfer then fails
+ * (CURLE_ABORTED_BY_CALLBACK) and the retry decision stays here. */
+static int on_prereq(void *userdata, char *primary_ip, char *local_ip, int primary_port,
+                     int local_port)
+{
+    req_t *r = userdata;
+
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    return r->prereqs++ == 0 ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
 static void req_free(req_t *r)
@@ -609,6 +651,8 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(r->easy, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(r->easy, CURLOPT_PREREQDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt(r->easy, CURLOPT_ACCEPT_ENCODING, "");
     if (curl_multi_add_handle(io->multi, r->easy) != CURLM_OK)
@@ -678,18 +722,35 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
     r->dest->inflight--;
     io->running--;
     if (rc != CURLE_OK) {
-        int sent = rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST &&
-                   rc != CURLE_COULDNT_RESOLVE_PROXY;
+        /* Sent: some byte of the request went out (CURLINFO_REQUEST_SIZE
+         * counts them, over curl's own attempts). A refused connection, a
+         * TLS handshake or certificate failure, a connect timeout send
+         * nothing: not applied, safe to retry. */
+        long request_size = 0;
+        int sent;
         char why[CURL_ERROR_SIZE + 128];
 
+        curl_easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &request_size);
+        sent = request_size > 0 || r->prereqs > 1;
         r->target->errors++;
-        snprintf(why, sizeof(why), "%s: %s", r->target->url,
-                 r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+        if (r->prereqs > 1)
+            snprintf(why, sizeof(why), "%s: the connection closed without an answer",
+                     r->target->url);
+        else
+            snprintf(why, sizeof(why), "%s: %s", r->target->url,
+                     r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
         if (rc == CURLE_WRITE_ERROR)
             snprintf(why, sizeof(why), "%s: the answer is larger than response.max.bytes",
                      r->target->url);
-        else if (rc != CURLE_OPERATION_TIMEDOUT)
+        else if (rc != CURLE_OPERATION_TIMEDOUT || !sent)
             mark_down(eb, io, r->target, why, now);
+        if (!sent && (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+                      rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ISSUER_ERROR)) {
+            /* a certificate that does not verify will not verify on retry */
+            for (i = 0; i < r->ndocs; i++)
+                deliver(eb, r->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0, NULL, why);
+            return;
+        }
         for (i = 0; i < r->ndocs; i++)
             retry_or_give_up(eb, io, r->dest, r->docs[i], sent, ESBULK_ERR_TRANSPORT, 0, NULL,
                              why, now);
@@ -937,12 +998,15 @@ static int64_t next_timeout(io_t *io, int64_t now)
     dest_t *dest;
     esbulk__doc_t *d;
 
+    /* A destination already due was offered to send_ready() this round:
+     * if it is still waiting, its node has no request slot free, and a
+     * completion (socket activity) wakes the poll. Counting it would spin. */
     for (dest = io->dests; dest != NULL; dest = dest->next) {
         t = esbulk__flush_due_ms(&io->flush, dest->q.count, dest->oldest_ms);
-        if (t < due)
+        if (t > now && t < due)
             due = t;
         for (d = dest->retry_q.head; d != NULL; d = d->next)
-            if (d->retry_at_ms < due)
+            if (d->retry_at_ms > now && d->retry_at_ms < due)
                 due = d->retry_at_ms;
     }
     for (d = io->retry.head; d != NULL; d = d->next)
