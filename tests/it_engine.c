@@ -4,6 +4,9 @@
  *   tests/it_engine URL            the main suite
  *   tests/it_engine URL --rejections   against a cluster with a tiny write
  *                                  queue: real 429s, nothing lost
+ *   tests/it_engine URL --node-failure CLUSTER_SCRIPT
+ *                                  a node holding primaries is killed mid-load
+ *                                  (CLUSTER_SCRIPT kill-node I) and restarted
  *
  * Main suite: 225,000 documents through every routing level (node, shard,
  * off) with ids, without ids (client-generated) and with custom routing:
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Per-document bookkeeping, indexed by the opaque. */
 typedef struct {
@@ -85,6 +89,8 @@ static void on_log(int32_t level, const char *fac, const char *msg, void *opaque
 
     (void)level;
     (void)opaque;
+    if (getenv("IT_LOG") != NULL)
+        fprintf(stderr, "log %d %s: %s\n", (int)level, fac, msg);
     pthread_mutex_lock(&log_lock);
     log_text = realloc(log_text, log_len + n + 1);
     log_len += (size_t)snprintf(log_text + log_len, n + 1, "%s: %s\n", fac, msg);
@@ -476,6 +482,117 @@ static void rejections(void)
     json_decref(st);
 }
 
+/* A field of the node named name in the library's statistics (-1: absent). */
+static long node_stat(esbulk_t *eb, const char *name, const char *field)
+{
+    json_t *st = stats_of(eb), *n;
+    long r = -1;
+    size_t i;
+
+    json_array_foreach(json_object_get(st, "nodes"), i, n) {
+        json_t *v = json_object_get(n, field);
+        if (json_is_string(json_object_get(n, "name")) &&
+            strcmp(json_string_value(json_object_get(n, "name")), name) == 0)
+            r = json_is_boolean(v) ? (long)json_is_true(v) : (long)json_integer_value(v);
+    }
+    json_decref(st);
+    return r;
+}
+
+/* A node is killed (SIGKILL) in the middle of a load and started again: the
+ * library marks it down, refreshes the topology, re-routes, retries what was
+ * in flight (ids make that safe), and uses the node again once it is back. */
+/* A node that holds a primary of index and is not the elected cluster
+ * manager (so the cluster keeps working while it is down); its number. */
+static int pick_victim(const char *index, char *name, size_t name_size)
+{
+    char path[256];
+    json_t *mgr = must("GET", "/_cat/cluster_manager?format=json", NULL), *rows, *row;
+    const char *m = json_string_value(json_object_get(json_array_get(mgr, 0), "node"));
+    int victim = -1;
+    size_t i;
+
+    snprintf(path, sizeof(path), "/_cat/shards/%s?format=json&h=prirep,node", index);
+    rows = must("GET", path, NULL);
+    json_array_foreach(rows, i, row) {
+        const char *n = json_string_value(json_object_get(row, "node"));
+        const char *pr = json_string_value(json_object_get(row, "prirep"));
+        if (victim < 0 && n && pr && strcmp(pr, "p") == 0 && (m == NULL || strcmp(n, m) != 0) &&
+            strncmp(n, "os-node-", 8) == 0) {
+            victim = atoi(n + 8);
+            snprintf(name, name_size, "%s", n);
+        }
+    }
+    json_decref(rows);
+    json_decref(mgr);
+    if (victim < 0)
+        die("no node holds a primary of %s besides the cluster manager", index);
+    return victim;
+}
+
+static void node_failure(const char *script)
+{
+    const char *index = "it-eng-fail";
+    char urls[256];
+    const char *kv[] = {"urls", urls, "flush.docs", "200", "flush.interval.ms", "50", "retry.max", "60",
+                        "retry.backoff.ms", "50", "retry.backoff.max.ms", "2000",
+                        "node.recheck.ms", "500", "request.timeout.ms", "60000",
+                        "topology.refresh.interval.ms", "2000", NULL};
+    size_t n = 40000, i, not_once, nfail, indexed;
+    long errors = -1, down = -1;
+    char id[32], body[96], victim[32], kill_cmd[1024], restart_cmd[1024];
+    esbulk_t *eb;
+    json_t *st;
+    long status;
+    int v;
+
+    json_decref(req("DELETE", "/it-eng-fail", NULL, &status));
+    must_ok("PUT", "/it-eng-fail",
+            "{\"settings\":{\"number_of_shards\":4,\"number_of_replicas\":1}}");
+    wait_green();
+    {
+        /* every node as a seed, as a real client is configured */
+        int port = atoi(strrchr(base_url, ':') + 1);
+        snprintf(urls, sizeof(urls), "%s,http://127.0.0.1:%d,http://127.0.0.1:%d", base_url,
+                 port + 1, port + 2);
+    }
+    v = pick_victim(index, victim, sizeof(victim));
+    snprintf(kill_cmd, sizeof(kill_cmd), "%s kill-node %d >/dev/null", script, v);
+    snprintf(restart_cmd, sizeof(restart_cmd), "%s start-node %d >/dev/null", script, v);
+    reset_seen(n);
+    eb = handle(kv);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "f%zu", i);
+        snprintf(body, sizeof(body), "{\"n\":%zu,\"t\":\"node failure test\"}", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
+        if (i == 10000) /* requests are in flight: no flush first */
+            check(system(kill_cmd) == 0, "killed %s (SIGKILL, it holds primaries) in the "
+                  "middle of the load", victim);
+        if (i == 20000) {
+            check(system(restart_cmd) == 0, "%s started again and rejoined", victim);
+            esbulk_flush(eb, 120000);
+            usleep(600000); /* one statistics snapshot */
+            errors = node_stat(eb, victim, "errors");
+        }
+        if (i % 500 == 0)
+            esbulk_poll(eb, 0);
+    }
+    check(esbulk_flush(eb, 180000) == ESBULK_OK, "node failure: flush returned");
+    usleep(600000); /* one statistics snapshot */
+    down = node_stat(eb, victim, "down");
+    st = stats_of(eb);
+    esbulk_destroy(eb);
+    indexed = tally(n, &not_once, &nfail);
+    check(not_once == 0, "node failure: every document got exactly one result");
+    check(indexed == n, "node failure: all %zu indexed (%zu failed)", indexed, nfail);
+    check(count_of(index) == (long)n, "node failure: index count %zu, no duplicates", n);
+    check(errors > 0, "the library saw %s fail (%ld failed requests) and re-routed", victim,
+          errors);
+    check(down == 0, "%s is back: listed and not marked down once it answers again", victim);
+    printf("  node failure: %ld retried, %ld requests\n", stat(st, "retried"), stat(st, "requests"));
+    json_decref(st);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -488,6 +605,8 @@ int main(int argc, char **argv)
     must_ok("GET", "/", NULL);
     if (argc > 2 && strcmp(argv[2], "--rejections") == 0) {
         rejections();
+    } else if (argc > 3 && strcmp(argv[2], "--node-failure") == 0) {
+        node_failure(argv[3]);
     } else {
         static const char *const levels[] = {"node", "shard", "off"};
         static const char *const modes[] = {"ids", "noids", "routing"};
