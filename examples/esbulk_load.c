@@ -55,8 +55,8 @@ static const char *load_help =
     "                        for bulk, the default of actions without _index)\n"
     "  --op OP               ndjson: index (default), create, update (each line is sent\n"
     "                        as {\"doc\": LINE}) or delete (the line only supplies the id)\n"
-    "  --id-field F          ndjson: take _id from the top-level field F (a number is\n"
-    "                        used as its decimal text; missing: no _id)\n"
+    "  --id-field F          ndjson: take _id from the top-level field F (a string, or\n"
+    "                        a number as its text; missing or null: no _id)\n"
     "  --routing-field F     ndjson: take routing from the top-level field F\n"
     "\n"
     "Connection:\n"
@@ -73,7 +73,10 @@ static const char *load_help =
     "  --compression none|gzip\n"
     "  --set KEY=VALUE       any configuration key (repeatable; applied last, so it\n"
     "                        overrides the options above and load's own defaults:\n"
-    "                        body.validate=true, enqueue.timeout.ms=0)\n"
+    "                        body.validate=true (false saves CPU; the server then\n"
+    "                        reports bad JSON as \"failed to parse\"), and\n"
+    "                        enqueue.timeout.ms=0 (a full buffer is waited for in\n"
+    "                        esbulk_poll, which frees it; -1 can hang)\n"
     "\n"
     "Output:\n"
     "  --failed FILE         write every document that was not indexed to FILE as\n"
@@ -83,7 +86,9 @@ static const char *load_help =
     "                        failure to FILE.reasons: {\"file\",\"line\",\"index\",\"id\",\n"
     "                        \"status\",\"error_type\",\"reason\",\"err\",\"outcome\"}\n"
     "                        (outcome \"failed\" or \"possibly_indexed\"; line is where the\n"
-    "                        document starts: its action line in bulk input)\n"
+    "                        document starts: its action line in bulk input). A bulk\n"
+    "                        line that is no document (a broken or unsupported\n"
+    "                        action line, a missing source line) is only in .reasons\n"
     "  --stats               after the summary, a table of per-node requests, errors\n"
     "                        and latency percentiles\n"
     "  --quiet               no progress line\n"
@@ -111,7 +116,6 @@ typedef struct {
     uint32_t input;    /* index into load_t.inputs */
     uint8_t op;
     uint8_t has_body;  /* body kept (only with --failed) */
-    uint8_t input_id;  /* the _id came from the input */
     uint32_t index_len, id_len, routing_len, body_len;
     char data[];       /* index \0 id \0 routing \0 body \0 */
 } rec_t;
@@ -120,7 +124,8 @@ typedef struct {
 typedef struct {
     uint32_t input;
     uint64_t line;
-    int op;            /* -1: not a document (a broken action line): no bulk pair */
+    int op;            /* -1: not a document (a broken action line) */
+    int no_pair;       /* not written to the failures file (not loadable as is) */
     const char *index; /* as given (the failures file); NULL: none */
     const char *result_index;
     const char *id;
@@ -164,7 +169,7 @@ typedef struct {
     esbulk_t *eb;
     /* counters */
     uint64_t read_docs, added, indexed, failed, possibly;
-    uint64_t bytes_read, bytes_done;
+    uint64_t bytes_done; /* input bytes of documents with a result, and blank lines */
     uint64_t failures_shown, failures_total;
     /* outputs */
     FILE *failed_fp, *reasons_fp;
@@ -175,6 +180,9 @@ typedef struct {
     struct timespec t0;
     int64_t last_progress_ns;
     int progress_shown;
+    /* where reading stopped (the message after an interruption) */
+    uint32_t at_input;
+    uint64_t at_line;
     /* one-time warnings */
     int warned_id_type, warned_routing_type, warned_ignored_key;
     /* scratch for decoded field values */
@@ -314,21 +322,22 @@ static void report_failure(load_t *L, const failure_t *f)
     if (L->failures_shown < SHOWN_FAILURES) {
         clear_progress(L);
         L->failures_shown++;
-        fprintf(stderr, "esbulk load: %s:%" PRIu64 ":", input_name(L, f->input), f->line);
+        fprintf(stderr, "esbulk load: %s:%" PRIu64 ": ", input_name(L, f->input), f->line);
         if (f->op >= 0) {
-            fprintf(stderr, " %s %s", op_name(f->op),
+            fprintf(stderr, "%s %s", op_name(f->op),
                     f->result_index ? f->result_index : f->index ? f->index : "-");
             if (f->id != NULL)
                 fprintf(stderr, "/%.*s", (int)f->id_len, f->id);
+            fputs(": ", stderr);
         }
-        fprintf(stderr, ": %s", f->possibly ? "possibly indexed" : "failed");
+        fputs(f->possibly ? "possibly indexed" : "failed", stderr);
         if (f->status > 0)
             fprintf(stderr, " (%d)", (int)f->status);
         if (type != NULL)
             fprintf(stderr, ": %s", type);
         fprintf(stderr, ": %s\n", reason ? reason : esbulk_err2str(f->err));
     }
-    if (L->failed_fp != NULL && f->op >= 0) {
+    if (L->failed_fp != NULL && f->op >= 0 && !f->no_pair) {
         json_t *action = json_object(), *meta = json_object();
 
         if (action != NULL && meta != NULL) {
@@ -396,7 +405,6 @@ static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
     rec->input = input;
     rec->op = (uint8_t)op;
     rec->has_body = (uint8_t)keep_body;
-    rec->input_id = id_len > 0;
     rec->index_len = (uint32_t)index_len;
     rec->id_len = (uint32_t)id_len;
     rec->routing_len = (uint32_t)routing_len;
@@ -528,9 +536,11 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     return err == ESBULK_ERR_QUEUE_FULL ? -1 : 0;
 }
 
-/* A failure that is not a document added (broken bulk action line, etc.). */
+/* A failure found by load itself (a broken or unsupported bulk action line,
+ * a missing source line): in the reasons file, not in the failures file,
+ * which holds only what can be re-run as is. */
 static void fail_line(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, int op,
-                      const action_t *a, const char *body, size_t body_len, const char *why)
+                      const action_t *a, const char *why)
 {
     failure_t f;
 
@@ -548,10 +558,9 @@ static void fail_line(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
         f.routing = a->routing;
         f.routing_len = a->routing_len;
     }
-    f.body = body;
-    f.body_len = body_len;
+    f.no_pair = 1;
     f.reason = why;
-    f.err = ESBULK_ERR_INVALID_ARG;
+    f.err = ESBULK_OK;
     report_failure(L, &f);
 }
 
@@ -856,7 +865,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
              * lookup may reuse */
             if (v == L->scratch && L->routing_field != NULL) {
                 if ((idcopy = malloc(vlen + 1)) == NULL) {
-                    fail_line(L, input, lineno, bytes, L->op, NULL, s, n, "out of memory");
+                    fail_line(L, input, lineno, bytes, L->op, NULL, "out of memory");
                     return 0;
                 }
                 memcpy(idcopy, v, vlen);
@@ -894,7 +903,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
         char *body = malloc(n + 8);
 
         if (body == NULL) {
-            fail_line(L, input, lineno, bytes, L->op, NULL, s, n, "out of memory");
+            fail_line(L, input, lineno, bytes, L->op, NULL, "out of memory");
             rc = 0;
         } else {
             memcpy(body, "{\"doc\":", 7);
@@ -929,7 +938,8 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         size_t n = chomp(line, (size_t)got);
 
         lineno++;
-        L->bytes_read += (uint64_t)got;
+        L->at_input = input;
+        L->at_line = lineno;
         if (lineno % POLL_EVERY == 0)
             esbulk_poll(L->eb, 0);
         if ((lineno & 63) == 0)
@@ -960,8 +970,8 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
             have_pending = 0;
             pending.bytes += (uint64_t)got;
             if (pending.why[0] != '\0')
-                fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending, line,
-                          n, pending.why);
+                fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
+                          pending.why);
             else if (add_doc(L, input, pending.line, pending.bytes, pending.op, pending.index,
                              pending.id, pending.id_len, pending.routing, pending.routing_len,
                              line, n) != 0)
@@ -979,7 +989,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
                 L->bytes_done += (uint64_t)got;
                 continue;
             }
-            fail_line(L, input, lineno, (uint64_t)got, -1, NULL, NULL, 0,
+            fail_line(L, input, lineno, (uint64_t)got, -1, NULL,
                       "not a bulk action line ({\"index\"|\"create\"|\"update\"|\"delete\": "
                       "{...}}); it and the line after it (unless that is an action) are skipped");
             orphan = 1;
@@ -990,7 +1000,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         pending.bytes = (uint64_t)got;
         if (pending.op == ESBULK_OP_DELETE) {
             if (pending.why[0] != '\0')
-                fail_line(L, input, lineno, pending.bytes, (int)pending.op, &pending, NULL, 0,
+                fail_line(L, input, lineno, pending.bytes, (int)pending.op, &pending,
                           pending.why);
             else if (add_doc(L, input, lineno, pending.bytes, pending.op, pending.index,
                              pending.id, pending.id_len, pending.routing, pending.routing_len,
@@ -1005,7 +1015,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         have_pending = 1;
     }
     if (rc == 0 && have_pending && !interrupted)
-        fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending, NULL, 0,
+        fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
                   "the input ends after an action line: its source line is missing");
     json_decref(pending.root);
     if (rc == 0 && ferror(fp) && !interrupted) {
@@ -1028,8 +1038,23 @@ static int64_t jint(json_t *o, const char *key)
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
 }
 
+/* 1234567 -> "1.2 MB" */
+static void fmt_bytes(char *out, size_t size, double b)
+{
+    if (b < 1e3)
+        snprintf(out, size, "%.0f B", b);
+    else if (b < 1e6)
+        snprintf(out, size, "%.1f kB", b / 1e3);
+    else if (b < 1e9)
+        snprintf(out, size, "%.1f MB", b / 1e6);
+    else
+        snprintf(out, size, "%.2f GB", b / 1e9);
+}
+
 static void print_summary(load_t *L, json_t *stats, double el)
 {
+    char sent[32], raw[32];
+
     uint64_t done = L->indexed + L->failed + L->possibly;
 
     clear_progress(L);
@@ -1045,14 +1070,14 @@ static void print_summary(load_t *L, json_t *stats, double el)
     fprintf(stderr, "esbulk load: %.2f s, %.0f docs/s, %.1f MB/s of input\n", el,
             el > 0 ? (double)done / el : 0.0, el > 0 ? (double)L->bytes_done / el / 1e6 : 0.0);
     if (stats != NULL) {
+        fmt_bytes(sent, sizeof(sent), (double)jint(stats, "bytes_sent"));
+        fmt_bytes(raw, sizeof(raw), (double)jint(stats, "bytes_uncompressed"));
         fprintf(stderr, "esbulk load: %" PRId64 " requests, %" PRId64 " retried, %" PRId64
                 " 429s (%" PRId64 " whole requests, %" PRId64 " items), %" PRId64
-                " unrouted, %.1f MB sent (%.1f MB uncompressed)\n",
+                " unrouted, %s sent (%s uncompressed)\n",
                 jint(stats, "requests"), jint(stats, "retried"),
                 jint(stats, "http_429") + jint(stats, "item_429"), jint(stats, "http_429"),
-                jint(stats, "item_429"), jint(stats, "unrouted"),
-                (double)jint(stats, "bytes_sent") / 1e6,
-                (double)jint(stats, "bytes_uncompressed") / 1e6);
+                jint(stats, "item_429"), jint(stats, "unrouted"), sent, raw);
     }
 }
 
@@ -1177,7 +1202,8 @@ int esbulk_cmd_load(int argc, char **argv)
     esbulk_conf_t *conf = NULL;
     json_t *stats = NULL;
     sigset_t block, old;
-    struct sigaction sa;
+    struct sigaction sa, old_int, old_term;
+    int handlers = 0;
     load_t L;
     double el;
 
@@ -1375,8 +1401,9 @@ int esbulk_cmd_load(int argc, char **argv)
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESETHAND; /* a second signal ends the process */
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    handlers = 1;
 
     L.progress = !L.quiet && isatty(2);
     clock_gettime(CLOCK_MONOTONIC, &L.t0);
@@ -1406,8 +1433,9 @@ int esbulk_cmd_load(int argc, char **argv)
     }
     if (interrupted) {
         clear_progress(&L);
-        fprintf(stderr, "esbulk load: interrupted: input not read further; waiting up to 5 s "
-                        "for the documents in flight\n");
+        fprintf(stderr, "esbulk load: interrupted after line %" PRIu64 " of %s (the rest of "
+                "the input is not read); waiting up to 5 s for the documents in flight\n",
+                L.at_line, input_name(&L, L.at_input));
         esbulk_close(L.eb, 5000);
     } else {
         /* flush in slices to keep the progress line moving */
@@ -1454,6 +1482,10 @@ int esbulk_cmd_load(int argc, char **argv)
     else if (L.write_error)
         rc = 1;
 out:
+    if (handlers) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
     json_decref(stats);
     if (L.eb != NULL)
         esbulk_destroy(L.eb);

@@ -32,8 +32,13 @@ if [ ! -x "$ESBULK" ]; then
 fi
 
 echo "== OpenSearch test cluster"
-"$cluster" fetch
-"$cluster" status >/dev/null 2>&1 || "$cluster" start
+# ensure.sh: fetch, then start unless running (serialized with other tests)
+if [ -x "$srcdir/tests/cluster/ensure.sh" ]; then
+    "$srcdir/tests/cluster/ensure.sh" opensearch
+else
+    "$cluster" fetch
+    "$cluster" status >/dev/null 2>&1 || "$cluster" start
+fi
 "$cluster" status
 
 if [ ! -s "$DEMO_DATA" ]; then
@@ -104,7 +109,7 @@ curl -sf -o /dev/null -X PUT "$DEMO_URL/$DEMO_INDEX" -H 'Content-Type: applicati
 curl -sf -o /dev/null "$DEMO_URL/_cluster/health/$DEMO_INDEX?wait_for_status=green&timeout=60s"
 
 echo "== esbulk load"
-echo "\$ $ESBULK load --url $DEMO_URL --index $DEMO_INDEX --id-field order_id --stats $DEMO_ARGS $DEMO_DATA"
+echo "\$ $ESBULK load --url $DEMO_URL --index $DEMO_INDEX --id-field order_id --stats${DEMO_ARGS:+ $DEMO_ARGS} $DEMO_DATA"
 rc=0
 # shellcheck disable=SC2086 # DEMO_ARGS is a list of words
 "$ESBULK" load --url "$DEMO_URL" --index "$DEMO_INDEX" --id-field order_id --stats \
