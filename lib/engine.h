@@ -125,9 +125,10 @@ esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size);
 void esbulk__io_wakeup(esbulk_t *eb);
 void esbulk__io_join(esbulk_t *eb);
 
-/* esbulk.c: hands a document with its outcome set to the result queue (or
- * drops a success when result.failures_only). Takes eb->lock. */
-void esbulk__deliver(esbulk_t *eb, esbulk__doc_t *d);
+/* esbulk.c: hands documents with their outcome set to the result queue (or
+ * drops successes when result.failures_only), and adds the I/O thread's
+ * counts {retried, item_429, unrouted, expired}; one eb->lock for all. */
+void esbulk__deliver_queue(esbulk_t *eb, esbulk__queue_t *q, const uint64_t counts[4]);
 /* Sets the outcome fields of d (copies reason). */
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                              int32_t status, const char *error_type, const char *reason);

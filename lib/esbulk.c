@@ -45,38 +45,48 @@ void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_
     d->r_error_reason = reason ? esbulk__strdup(reason) : NULL;
 }
 
-void esbulk__deliver(esbulk_t *eb, esbulk__doc_t *d)
+void esbulk__deliver_queue(esbulk_t *eb, esbulk__queue_t *q, const uint64_t counts[4])
 {
-    int drop = d->outcome == ESBULK_OUTCOME_INDEXED &&
-               esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
+    int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
+    esbulk__queue_t drop = {0};
+    esbulk__doc_t *d;
+    size_t freed_bytes = 0;
 
-    free(d->lines); /* the body is not needed any more */
-    d->lines = NULL;
+    for (d = q->head; d != NULL; d = d->next) {
+        free(d->lines); /* the body is not needed any more */
+        d->lines = NULL;
+        freed_bytes += d->body_bytes;
+        d->body_bytes = 0;
+    }
     pthread_mutex_lock(&eb->lock);
-    eb->buffered_bytes -= d->body_bytes;
-    d->body_bytes = 0;
-    switch (d->outcome) {
-    case ESBULK_OUTCOME_INDEXED: eb->stats.indexed++; break;
-    case ESBULK_OUTCOME_FAILED: eb->stats.failed++; break;
-    case ESBULK_OUTCOME_POSSIBLY: eb->stats.possibly++; break;
+    eb->buffered_bytes -= freed_bytes;
+    eb->stats.retried += counts[0];
+    eb->stats.item_429 += counts[1];
+    eb->stats.unrouted += counts[2];
+    eb->stats.expired += counts[3];
+    while ((d = esbulk__queue_pop(q)) != NULL) {
+        switch (d->outcome) {
+        case ESBULK_OUTCOME_INDEXED: eb->stats.indexed++; break;
+        case ESBULK_OUTCOME_FAILED: eb->stats.failed++; break;
+        case ESBULK_OUTCOME_POSSIBLY: eb->stats.possibly++; break;
+        }
+        if (d->err == ESBULK_ERR_CLOSED)
+            eb->stats.closed++;
+        if (d->outcome == ESBULK_OUTCOME_INDEXED && failures_only) {
+            /* served at once: nobody asked to see successes */
+            if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
+            if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
+            eb->buffered_docs--;
+            esbulk__queue_push(&drop, d);
+            continue;
+        }
+        esbulk__queue_push(&eb->results, d);
     }
-    if (d->err == ESBULK_ERR_CLOSED)
-        eb->stats.closed++;
-    if (drop) {
-        /* served at once: nobody asked to see successes */
-        if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
-        if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
-        eb->buffered_docs--;
-        pthread_cond_broadcast(&eb->cond_space);
-        pthread_cond_broadcast(&eb->cond_results);
-        pthread_mutex_unlock(&eb->lock);
-        esbulk__doc_free(d);
-        return;
-    }
-    esbulk__queue_push(&eb->results, d);
     pthread_cond_broadcast(&eb->cond_space);
     pthread_cond_broadcast(&eb->cond_results);
     pthread_mutex_unlock(&eb->lock);
+    while ((d = esbulk__queue_pop(&drop)) != NULL)
+        esbulk__doc_free(d);
 }
 
 /* ------------------------------------------------------------------------- */

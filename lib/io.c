@@ -68,6 +68,9 @@ typedef struct {
     esbulk__cluster_t *cluster; /* the view targets were built from */
     esbulk__queue_t retry;      /* documents waiting for their retry time */
     req_t *reqs;                /* requests in flight */
+    esbulk__index_t *cached;    /* the last index entry looked up, this round */
+    esbulk__queue_t done;       /* results of this round, handed over by flush_done() */
+    struct { uint64_t retried, item_429, unrouted, expired; } st; /* this round's counts */
     int running;
     unsigned rr;
     uint64_t rng;
@@ -107,11 +110,28 @@ static uint32_t hash_str(const char *s)
     return h;
 }
 
+static io_t *io_of(esbulk_t *eb)
+{
+    return eb->io;
+}
+
+/* Results are collected during a loop round and handed over at once
+ * (flush_done): one lock and one wake-up per round, not per document. */
 static void deliver(esbulk_t *eb, esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                     int32_t status, const char *type, const char *reason)
 {
     esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
-    esbulk__deliver(eb, d);
+    esbulk__queue_push(&io_of(eb)->done, d);
+}
+
+static void flush_done(esbulk_t *eb, io_t *io)
+{
+    uint64_t counts[4] = {io->st.retried, io->st.item_429, io->st.unrouted, io->st.expired};
+
+    if (io->done.head == NULL && !(counts[0] | counts[1] | counts[2] | counts[3]))
+        return;
+    esbulk__deliver_queue(eb, &io->done, counts);
+    memset(&io->st, 0, sizeof(io->st));
 }
 
 /* ------------------------------------------------------------------------- */
@@ -290,6 +310,34 @@ static void dest_push(dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
         esbulk__queue_push(&dest->q, doc);
 }
 
+/* The index entry for name, kept for the rest of the loop round: documents
+ * come in runs for one index, and this saves a lock and a lookup per
+ * document. A new reference; the caller releases it. */
+static esbulk_err_t entry_for(esbulk_t *eb, io_t *io, const char *name, esbulk__index_t **e,
+                              char *errstr, size_t errstr_size)
+{
+    esbulk_err_t err;
+
+    if (io->cached != NULL && strcmp(io->cached->name, name) == 0) {
+        atomic_fetch_add(&io->cached->refs, 1);
+        *e = io->cached;
+        return ESBULK_OK;
+    }
+    err = esbulk__topology_get_index(eb->topo, name, e, errstr, errstr_size);
+    if (err == ESBULK_OK) {
+        esbulk__index_release(io->cached);
+        atomic_fetch_add(&(*e)->refs, 1);
+        io->cached = *e;
+    }
+    return err;
+}
+
+static void entry_cache_clear(io_t *io)
+{
+    esbulk__index_release(io->cached);
+    io->cached = NULL;
+}
+
 /* The destination of a document under the routing level. */
 static dest_t *route(esbulk_t *eb, io_t *io, esbulk__doc_t *doc)
 {
@@ -303,7 +351,7 @@ static dest_t *route(esbulk_t *eb, io_t *io, esbulk__doc_t *doc)
     doc->unrouted = 0;
     if (io->level == 2 && !io->per_id)
         return dest_get(io, "off", DEST_ANY, NULL, NULL, -1);
-    if (esbulk__topology_get_index(eb->topo, doc->index, &e, errstr, sizeof(errstr)) != ESBULK_OK)
+    if (entry_for(eb, io, doc->index, &e, errstr, sizeof(errstr)) != ESBULK_OK)
         goto unrouted;
     if (e->state != ESBULK__IDX_OK)
         goto unrouted;
@@ -334,9 +382,7 @@ static dest_t *route(esbulk_t *eb, io_t *io, esbulk__doc_t *doc)
 unrouted:
     esbulk__index_release(e);
     doc->unrouted = 1;
-    pthread_mutex_lock(&eb->lock);
-    eb->stats.unrouted++;
-    pthread_mutex_unlock(&eb->lock);
+    io->st.unrouted++;
     return dest_get(io, "unrouted", DEST_ANY, NULL, NULL, -1);
 }
 
@@ -363,8 +409,7 @@ static target_t *dest_target(esbulk_t *eb, io_t *io, dest_t *dest, int64_t now)
         esbulk__index_t *e = NULL;
         char errstr[256];
 
-        if (esbulk__topology_get_index(eb->topo, dest->index, &e, errstr, sizeof(errstr)) ==
-                ESBULK_OK &&
+        if (entry_for(eb, io, dest->index, &e, errstr, sizeof(errstr)) == ESBULK_OK &&
             e->state == ESBULK__IDX_OK && e->primary != NULL && dest->shard < e->layout.shards &&
             e->primary[dest->shard] >= 0 && !e->cluster->seeds_only)
             t = target_by_node(io, e->cluster->nodes[e->primary[dest->shard]].id);
@@ -399,9 +444,7 @@ static void retry_or_give_up(esbulk_t *eb, io_t *io, dest_t *dest, esbulk__doc_t
                                io->backoff_ms, io->backoff_max_ms, rnd32(io), &at);
     if (dec == ESBULK__RETRY_NOW) {
         doc->retry_at_ms = at;
-        pthread_mutex_lock(&eb->lock);
-        eb->stats.retried++;
-        pthread_mutex_unlock(&eb->lock);
+        io->st.retried++;
         if (io->per_id && dest != NULL)
             esbulk__queue_push(&dest->retry_q, doc);
         else
@@ -458,9 +501,7 @@ static void retries_due(esbulk_t *eb, io_t *io, int64_t now)
 
 static void expire_one(esbulk_t *eb, esbulk__doc_t *d)
 {
-    pthread_mutex_lock(&eb->lock);
-    eb->stats.expired++;
-    pthread_mutex_unlock(&eb->lock);
+    io_of(eb)->st.expired++;
     deliver(eb, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
             ESBULK_ERR_DELIVERY_TIMEOUT, d->status, NULL,
             "not delivered within delivery.timeout.ms (no node accepted it in time)");
@@ -638,6 +679,10 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
         if (h == NULL)
             goto nomem;
         r->headers = h;
+        /* no "Expect: 100-continue" round trip before large bodies */
+        if ((h = curl_slist_append(r->headers, "Expect:")) == NULL)
+            goto nomem;
+        r->headers = h;
     }
     if (esbulk__http_apply(r->easy, &eb->http, &r->headers) != ESBULK_OK)
         goto nomem;
@@ -807,9 +852,7 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
                     deliver(eb, d, ESBULK_OUTCOME_INDEXED, ESBULK_OK, it->status, NULL, NULL);
                 } else if (it->klass == ESBULK__ITEM_RETRY) {
                     if (it->status == 429) {
-                        pthread_mutex_lock(&eb->lock);
-                        eb->stats.item_429++;
-                        pthread_mutex_unlock(&eb->lock);
+                        io->st.item_429++;
                     }
                     retry_or_give_up(eb, io, r->dest, d, 0, ESBULK_ERR_ITEM, it->status,
                                      it->error_type, it->error_reason, now);
@@ -1036,6 +1079,7 @@ static void io_free(io_t *io)
     }
     if (io->cluster != NULL)
         esbulk__cluster_release(io->cluster);
+    entry_cache_clear(io);
     if (io->multi != NULL)
         curl_multi_cleanup(io->multi);
     free(io->bulk_path);
@@ -1062,6 +1106,7 @@ static void *io_main(void *arg)
         pthread_mutex_unlock(&eb->lock);
 
         now = esbulk__now_ms();
+        entry_cache_clear(io); /* a new round sees the topology's latest */
         if (io->refresh_wanted && now - io->last_refresh_ms >= REFRESH_MIN_GAP_MS) {
             char errstr[256];
             io->refresh_wanted = 0;
@@ -1075,6 +1120,7 @@ static void *io_main(void *arg)
             route_push(eb, io, d, 0, now);
         if (abort_all) {
             abort_everything(eb, io);
+            flush_done(eb, io);
             if (terminate)
                 break;
         }
@@ -1086,6 +1132,7 @@ static void *io_main(void *arg)
         send_ready(eb, io, force, now);
         curl_multi_perform(io->multi, &still);
         read_completions(eb, io, esbulk__now_ms());
+        flush_done(eb, io);
         now = esbulk__now_ms();
         if (now >= io->next_snapshot_ms || (io->running == 0 && io->next_snapshot_ms != 0 &&
                                             !io->idle_snapshot)) {
@@ -1131,6 +1178,7 @@ esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size)
     if (esbulk__buf_adds(&path, "/_bulk?filter_path=items.*._index,items.*._id,items.*.status,"
                                 "items.*.result,items.*._seq_no,items.*._primary_term,"
                                 "items.*._version,items.*.error.type,items.*.error.reason,"
+                                "items.*.error.caused_by.type,items.*.error.caused_by.reason,"
                                 "error.type,error.reason,status") != ESBULK_OK)
         goto nomem;
     if (*esbulk__conf_str(conf, ESBULK__C_BULK_PIPELINE) != '\0') {

@@ -111,16 +111,27 @@ esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len,
         }
         json_decref(j);
     }
+    /* copy the runs between CR/LF bytes (memchr: most bodies have none) */
     start = first;
-    for (i = first; i < last; i++) {
-        if (body[i] != '\n' && body[i] != '\r')
-            continue;
-        if (i > start && (err = esbulk__buf_add(buf, body + start, i - start)) != ESBULK_OK)
-            goto fail;
-        start = i + 1;
+    {
+        const char *lf = memchr(body + start, '\n', last - start);
+        const char *cr = memchr(body + start, '\r', last - start);
+
+        while (start < last) {
+            const char *stop;
+
+            /* each memchr result is reused until passed: linear in len */
+            if (lf != NULL && lf < body + start)
+                lf = memchr(body + start, '\n', last - start);
+            if (cr != NULL && cr < body + start)
+                cr = memchr(body + start, '\r', last - start);
+            stop = lf == NULL ? cr : (cr == NULL || lf < cr ? lf : cr);
+            i = stop != NULL ? (size_t)(stop - body) : last;
+            if (i > start && (err = esbulk__buf_add(buf, body + start, i - start)) != ESBULK_OK)
+                goto fail;
+            start = i + 1;
+        }
     }
-    if (last > start && (err = esbulk__buf_add(buf, body + start, last - start)) != ESBULK_OK)
-        goto fail;
     if ((err = esbulk__buf_addc(buf, '\n')) != ESBULK_OK)
         goto fail;
     return ESBULK_OK;

@@ -159,9 +159,36 @@ static esbulk_err_t error_fields(const json_t *error, char **type, char **reason
     err = take_string(error, "type", 1, type);
     if (err == ESBULK_OK)
         err = take_string(error, "reason", 1, reason);
+    if (err == ESBULK_OK) {
+        /* the server's detail ("Unexpected character ... at column 6") is
+         * often only in caused_by: keep it */
+        const json_t *cb = json_object_get(error, "caused_by");
+        const json_t *cr = json_object_get(cb, "reason"), *ct = json_object_get(cb, "type");
+
+        if (json_is_string(cr)) {
+            size_t n = (*reason ? strlen(*reason) : 0) + json_string_length(cr) +
+                       (json_is_string(ct) ? json_string_length(ct) : 0) + 32;
+            char *joined = malloc(n), *capped = NULL;
+
+            if (joined != NULL) {
+                int len = snprintf(joined, n, "%s (caused by %s: %s)", *reason ? *reason : "",
+                                   json_is_string(ct) ? json_string_value(ct) : "error",
+                                   json_string_value(cr));
+                capped = dup_capped(joined, len > 0 ? (size_t)len : 0);
+                free(joined);
+            }
+            if (capped == NULL) {
+                err = ESBULK_ERR_NOMEM;
+            } else {
+                free(*reason);
+                *reason = capped;
+            }
+        }
+    }
     if (err != ESBULK_OK) {
         free(*type);
-        *type = NULL;
+        free(*reason);
+        *type = *reason = NULL;
     }
     return err;
 }

@@ -29,6 +29,9 @@ done
 # shellcheck disable=SC2086
 "$cc" "${flags[@]}" "${lib_srcs[@]}" "$src/tests/it_engine.c" "$src/tests/it_common.c" $pc \
     "${libs[@]}" -o "$out/it_engine"
+# the command-line tool too (all of it builds warning-free with clang)
+# shellcheck disable=SC2086
+"$cc" "${flags[@]}" "${lib_srcs[@]}" "$src"/examples/*.c $pc "${libs[@]}" -o "$out/esbulk"
 
 pass=0 fail=0
 for t in "$src"/tests/check_*.c; do

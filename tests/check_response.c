@@ -210,6 +210,9 @@ static const item_case_t item_cases[] = {
     {"mixed_errors.json", 3, 0, 400, "resp-scratch-a", "3", NULL, "mapper_parsing_exception",
      "failed to parse field [n] of type [integer] in document with id '3'", -1, -1, -1},
     {"mixed_errors.json", 3, 1, 201, "resp-scratch-a", "4", "created", NULL, NULL, 0, 1, 1},
+    /* the server's detail in caused_by is kept in the reason */
+    {"item_caused_by.json", 1, 0, 400, "x", "1", NULL, "mapper_parsing_exception",
+     "failed to parse (caused by json_parse_exception: Unexpected character", -1, -1, -1},
     {"mixed_errors.json", 3, 2, 409, "resp-scratch-a", "1", NULL,
      "version_conflict_engine_exception", "[1]: version conflict, document already exists", -1,
      -1, -1},
