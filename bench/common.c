@@ -1,0 +1,298 @@
+/* Shared code of the benchmark programs (see common.h). */
+#define _GNU_SOURCE 1
+#include "common.h"
+
+#include <esbulk.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Results shown in detail on stderr; the rest are only counted. */
+#define SHOWN_FAILURES 10
+/* Adds between two esbulk_poll(eb, 0). */
+#define POLL_EVERY 1000
+
+/* ------------------------------------------------------------------------- */
+/* The data file */
+
+int bench_data_load(const char *path, bench_data_t *d, char *errstr, size_t errstr_size)
+{
+    struct stat st;
+    size_t got = 0, n = 0, i, start;
+    int fd;
+
+    memset(d, 0, sizeof(*d));
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(errstr, errstr_size, "%s: not a regular file", path);
+        goto fail;
+    }
+    if ((uint64_t)st.st_size > BENCH_MAX_FILE_BYTES) {
+        snprintf(errstr, errstr_size, "%s: larger than %zu bytes", path, BENCH_MAX_FILE_BYTES);
+        goto fail;
+    }
+    d->size = (size_t)st.st_size;
+    d->data = malloc(d->size + 1);
+    if (d->data == NULL) {
+        snprintf(errstr, errstr_size, "%s: out of memory for %zu bytes", path, d->size);
+        goto fail;
+    }
+    while (got < d->size) {
+        ssize_t r = read(fd, d->data + got, d->size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            snprintf(errstr, errstr_size, "%s: %s", path, r < 0 ? strerror(errno)
+                                                                : "file shrank while read");
+            goto fail;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    fd = -1;
+    d->data[d->size] = '\n';
+    for (i = 0; i <= d->size; i++)
+        n += d->data[i] == '\n';
+    d->lines = malloc(sizeof(*d->lines) * (n ? n : 1));
+    if (d->lines == NULL) {
+        snprintf(errstr, errstr_size, "%s: out of memory for %zu lines", path, n);
+        goto fail;
+    }
+    for (start = i = 0; i <= d->size; i++) {
+        const char *p = d->data + start;
+        size_t len;
+
+        if (d->data[i] != '\n')
+            continue;
+        len = i - start;
+        start = i + 1;
+        if (len > 0 && p[len - 1] == '\r')
+            len--;
+        while (len > 0 && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        if (len == 0)
+            continue;
+        d->lines[d->n].p = p;
+        d->lines[d->n].len = len;
+        d->n++;
+    }
+    return 0;
+fail:
+    if (fd >= 0)
+        close(fd);
+    bench_data_free(d);
+    return -1;
+}
+
+void bench_data_free(bench_data_t *d)
+{
+    free(d->data);
+    free(d->lines);
+    memset(d, 0, sizeof(*d));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Small helpers */
+
+double bench_now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double bench_cpu_s(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+int bench_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+size_t bench_u64_str(char *out, uint64_t v)
+{
+    char tmp[21];
+    size_t n = 0, i;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The engine run */
+
+typedef struct {
+    bench_engine_result_t *res;
+    int shown;
+} counts_t;
+
+static void on_log(int32_t level, const char *facility, const char *message, void *opaque)
+{
+    (void)opaque;
+    fprintf(stderr, "esbulk: [%d] %s: %s\n", (int)level, facility, message);
+}
+
+static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    counts_t *c = opaque;
+    esbulk_outcome_t o = esbulk_result_outcome(r);
+
+    (void)eb;
+    if (o == ESBULK_OUTCOME_INDEXED) {
+        c->res->indexed++;
+        return;
+    }
+    if (o == ESBULK_OUTCOME_FAILED)
+        c->res->failed++;
+    else
+        c->res->possibly++;
+    if (c->shown++ < SHOWN_FAILURES) {
+        const char *id = esbulk_result_id(r), *type = esbulk_result_error_type(r),
+                   *reason = esbulk_result_error_reason(r);
+        fprintf(stderr, "document %s: %s, status %d, %s: %s\n", id ? id : "(no id)",
+                o == ESBULK_OUTCOME_FAILED ? "failed" : "possibly indexed",
+                (int)esbulk_result_status(r), type ? type : esbulk_err2str(esbulk_result_err(r)),
+                reason ? reason : "");
+    }
+}
+
+/* Sets KEY=VALUE on conf. */
+static int conf_set_kv(esbulk_conf_t *conf, const char *kv, char *errstr, size_t errstr_size)
+{
+    const char *eq = strchr(kv, '=');
+    char key[128], msg[256];
+
+    if (eq == NULL || eq == kv || (size_t)(eq - kv) >= sizeof(key)) {
+        snprintf(errstr, errstr_size, "--set %s: expected KEY=VALUE", kv);
+        return -1;
+    }
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = '\0';
+    if (esbulk_conf_set(conf, key, eq + 1, msg, sizeof(msg)) != ESBULK_OK) {
+        snprintf(errstr, errstr_size, "--set %s: %s", kv, msg);
+        return -1;
+    }
+    return 0;
+}
+
+int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res,
+                     char *errstr, size_t errstr_size)
+{
+    /* enqueue.timeout.ms=0: a document counts against buffer.max.docs until
+     * its result is served, and only esbulk_poll on this thread serves it, so
+     * an add that blocks could wait forever; QUEUE_FULL is met with a short
+     * esbulk_poll instead (as `esbulk load` does). */
+    static const char *const defaults[] = {"enqueue.timeout.ms=0", "log.level=4"};
+    esbulk_conf_t *conf;
+    esbulk_t *eb;
+    counts_t counts;
+    char msg[512];
+    double t0, c0;
+    size_t i;
+    int shown_add = 0;
+
+    memset(res, 0, sizeof(*res));
+    memset(&counts, 0, sizeof(counts));
+    counts.res = res;
+    res->docs = opts->n;
+    conf = esbulk_conf_new();
+    if (conf == NULL) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    if (esbulk_conf_set(conf, "urls", opts->url, msg, sizeof(msg)) != ESBULK_OK) {
+        snprintf(errstr, errstr_size, "--url %s: %s", opts->url, msg);
+        esbulk_conf_destroy(conf);
+        return -1;
+    }
+    for (i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+        if (conf_set_kv(conf, defaults[i], errstr, errstr_size) != 0)
+            goto fail_conf;
+    for (i = 0; i < opts->nsets; i++)
+        if (conf_set_kv(conf, opts->sets[i], errstr, errstr_size) != 0)
+            goto fail_conf;
+    esbulk_conf_set_log_cb(conf, on_log);
+    esbulk_conf_set_result_cb(conf, on_result);
+    esbulk_conf_set_opaque(conf, &counts);
+    eb = esbulk_new(conf, msg, sizeof(msg));
+    esbulk_conf_destroy(conf);
+    if (eb == NULL) {
+        snprintf(errstr, errstr_size, "esbulk_new: %s", msg);
+        return -1;
+    }
+
+    t0 = bench_now_s();
+    c0 = bench_cpu_s();
+    for (i = 0; i < opts->n; i++) {
+        char id[24];
+        size_t id_len = opts->ids ? bench_u64_str(id, (uint64_t)i + 1) : 0;
+        esbulk_err_t err;
+
+        for (;;) {
+            err = esbulk_add(eb, ESBULK_OP_INDEX, opts->index, opts->ids ? id : NULL, id_len,
+                             NULL, 0, opts->lines[i].p, opts->lines[i].len, NULL, msg,
+                             sizeof(msg));
+            if (err != ESBULK_ERR_QUEUE_FULL)
+                break;
+            res->queue_full++;
+            esbulk_poll(eb, 10);
+        }
+        if (err == ESBULK_OK) {
+            res->added++;
+        } else {
+            res->add_errors++;
+            if (shown_add++ < SHOWN_FAILURES)
+                fprintf(stderr, "document %zu not added: %s: %s\n", i + 1, esbulk_err2str(err),
+                        msg);
+        }
+        if ((i + 1) % POLL_EVERY == 0)
+            esbulk_poll(eb, 0);
+    }
+    res->flush_timed_out = esbulk_flush(eb, -1) != ESBULK_OK;
+    res->wall_s = bench_now_s() - t0;
+    res->cpu_s = bench_cpu_s() - c0;
+    res->stats = esbulk_stats_json(eb);
+    esbulk_destroy(eb);
+    return 0;
+fail_conf:
+    esbulk_conf_destroy(conf);
+    return -1;
+}
