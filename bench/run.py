@@ -1,0 +1,868 @@
+#!/usr/bin/env python3
+"""libesbulk's benchmark harness: shard-routed vs unrouted vs the peers vs the
+server's own limit, side by side on the real 3-node OpenSearch test cluster.
+
+Usage
+-----
+    bench/run.py [--quick] [--rounds N] [--docs N] [--out DIR]
+                 [--contenders PATTERN,...] [--shapes gateway,orders]
+                 [--ids ids|noid|both] [--batch N] [--inflight K] [--sweep]
+
+    make bench         # full run   (bench/run.py --out BUILDDIR/bench-out)
+    make bench-quick   # --quick: ~20k docs, 1 round, in about a minute (CI)
+    make bench-sweep   # --sweep: the libesbulk parameter sweep
+
+It first runs bench/setup.sh (a venv with opensearch-py and matplotlib under
+~/.cache/libesbulk/bench-venv, and `go build` of the opensearch-go contender
+into BUILDDIR/bench/os_go) and re-executes itself with the venv's python, then
+starts the test cluster if needed (tests/cluster/ensure.sh opensearch).
+
+Data
+----
+Generated once into --out (reused while the size matches), the same bytes for
+every contender, one document body per line:
+  gateway-N.ndjson  INFINI Gateway's bulk_reshuffle test shape: timestamp
+                    (ISO), field1-3 (md5 hex of random strings), field4
+                    (1-1000), field5 (A/B/C/D), field6 (0.1-100.0); ~190 bytes.
+  orders-N.ndjson   an order table: order_no, user_id, status, amount,
+                    created_at; ~120 bytes; its ids are auto-increment.
+"with ids": the _id of line k is the decimal string k; "noid": no _id at all
+(libesbulk then generates one, id.generate=time, unless told otherwise).
+By default the gateway shape runs with and without ids and the order shape
+with ids (--ids both adds orders without ids); --quick runs the gateway shape.
+
+Contenders (a missing program is listed as missing, the rest still run)
+----------
+  esbulk-node      libesbulk routing.level=node   (bench/esbulk_bench)
+  esbulk-shard     libesbulk routing.level=shard
+  esbulk-off       libesbulk routing.level=off: the "direct bulk" baseline,
+                   each request to the next node in turn
+  esbulk-node-none libesbulk node routing with id.generate=none (noid only:
+                   such documents are not routed)
+  os-py-parallel   opensearch-py helpers.parallel_bulk  (bench/peers/os_py.py)
+  os-py-streaming  opensearch-py helpers.streaming_bulk (one request at a time,
+                   by its design)
+  os-go            opensearch-go opensearchutil.BulkIndexer (bench/peers/os_go)
+  limit            bench/limit: the input pre-built in memory as pre-routed
+                   per-node bulk bodies, only sent: the most a client can get
+Same batch for all: --batch documents per request (default 1000; os-go's
+FlushBytes is computed from the average item size so that its requests carry
+that many on average). Same concurrency for all: --inflight requests per node
+(default 2) for libesbulk and the limit, i.e. nodes x inflight = 6 in-flight
+requests in all, which is thread_count for parallel_bulk and NumWorkers for
+BulkIndexer. The peers get every node's URL and spread requests over them.
+
+Per run
+-------
+Rounds are interleaved (A B C ... A B C ...). Each run: a fresh index (6
+shards, 0 replicas, the shape's mapping), wait for green; snapshot the node
+JVMs' CPU time (utime+stime from /proc/<pid>/stat; pids from _nodes/process),
+_nodes/stats/transport rx/tx bytes and the write pool's rejected count; run
+the contender as a subprocess and take its wall time, CPU (ru_utime+ru_stime)
+and peak RSS (ru_maxrss) from os.wait4; snapshot again; refresh, _count (a
+contender that loses documents is reported as such; noid may also duplicate)
+and delete the index. docs/s uses the contender's own "seconds" (the timed
+part: libesbulk, the limit and os-go read the file into memory before the
+clock starts, os-py reads it as it goes, as loading scripts do). One untimed
+warm-up load runs first (not in --quick).
+
+Report
+------
+On stdout and in OUT/results.json: per contender, shape and id mode the
+docs/s median/min/max over rounds, ratio to esbulk-off and to limit, client
+CPU s per million docs, server CPU s per million docs, inter-node transport
+bytes per doc (tx summed over nodes), write rejections, client peak RSS; a
+PNG chart OUT/results.png (docs/s, server CPU per million docs); bench/micro's
+client-only figures when it exists; then the issue's targets, one line each,
+"met" or "not met" (reported, never asserted). --sweep varies libesbulk's
+flush.docs, flush.bytes, max.inflight.per.node, id.generate and compression
+with node routing, interleaved with the esbulk-off baseline, and writes
+OUT/sweep.json. Nothing here fails on speed: the exit status is 1 only when
+libesbulk or the limit program failed or lost documents, and never in
+--quick; every run's raw figures and the contender's own JSON line are kept
+in the JSON file, its stdout/stderr in OUT/logs/.
+"""
+import argparse
+import fnmatch
+import json
+import math
+import os
+import platform
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+SEED_URL = "http://127.0.0.1:19200"
+NODE_URLS = ["http://127.0.0.1:19200", "http://127.0.0.1:19201", "http://127.0.0.1:19202"]
+INDEX_PREFIX = "bench-h"
+
+MAPPINGS = {
+    "gateway": {"properties": {
+        "timestamp": {"type": "date"},
+        "field1": {"type": "keyword"}, "field2": {"type": "keyword"},
+        "field3": {"type": "keyword"}, "field4": {"type": "integer"},
+        "field5": {"type": "keyword"}, "field6": {"type": "float"}}},
+    "orders": {"properties": {
+        "order_no": {"type": "keyword"}, "user_id": {"type": "long"},
+        "status": {"type": "keyword"}, "amount": {"type": "float"},
+        "created_at": {"type": "date"}}},
+}
+
+# name -> (family, description)
+CONTENDERS = [
+    "esbulk-node", "esbulk-shard", "esbulk-off", "esbulk-node-none",
+    "os-py-parallel", "os-py-streaming", "os-go", "limit",
+]
+BASELINE = "esbulk-off"
+ROUTED = "esbulk-node"
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ http ----
+
+def http(method, path, body=None, url=SEED_URL, timeout=120):
+    data = None
+    headers = {}
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    # The harness's own calls are retried on 429/503 (the small test nodes'
+    # parent circuit breaker trips now and then under load), for up to a minute.
+    deadline = time.monotonic() + 60
+    delay = 0.2
+    while True:
+        req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                raw = r.read()
+            return json.loads(raw) if raw else {}
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            if e.code in (429, 503) and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 5)
+                continue
+            raise RuntimeError("%s %s: HTTP %d %s" % (method, path, e.code, raw[:300].decode(errors="replace")))
+
+
+# --------------------------------------------------------------- cluster ----
+
+def ensure_cluster():
+    r = subprocess.run([os.path.join(SRC, "tests/cluster/ensure.sh"), "opensearch"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout)
+        raise SystemExit("bench: could not start the OpenSearch test cluster")
+    http("GET", "/_cluster/health?wait_for_status=green&timeout=120s")
+
+
+def node_pids():
+    """{node name: pid} of the node JVMs, from _nodes/process (same machine)."""
+    out = {}
+    for n in http("GET", "/_nodes/process")["nodes"].values():
+        pid = n.get("process", {}).get("id")
+        if pid and os.path.exists("/proc/%d/stat" % pid):
+            out[n["name"]] = pid
+    if not out:  # fall back to the cluster script's pid files
+        d = os.environ.get("ESBULK_CLUSTER_DIR", os.path.join(SRC, "tests/cluster/run/opensearch"))
+        for f in sorted(os.listdir(os.path.join(d, "pids"))):
+            with open(os.path.join(d, "pids", f)) as fh:
+                out[f[:-4]] = int(fh.read().strip())
+    return out
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except OSError:  # the node is gone
+        return float("nan")
+    fields = s[s.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def node_stats(metric, nodes):
+    """_nodes/stats/METRIC with every node answering (a busy node may be left
+    out of an answer: that would make the sums jump)."""
+    for _ in range(20):
+        r = http("GET", "/_nodes/stats/" + metric)
+        if len(r["nodes"]) >= nodes and not r.get("_nodes", {}).get("failed"):
+            return r["nodes"].values()
+        time.sleep(0.5)
+    raise RuntimeError("_nodes/stats/%s: not every node answered" % metric)
+
+
+def snapshot(pids):
+    cpu = {name: proc_cpu(pid) for name, pid in pids.items()}
+    tr = node_stats("transport", len(pids))
+    tp = node_stats("thread_pool", len(pids))
+    ix = node_stats("indices/indexing", len(pids))
+    return {
+        "indexed": sum(n["indices"]["indexing"]["index_total"] for n in ix),
+        "t": time.monotonic(),
+        "cpu": cpu,
+        "rx": sum(n["transport"]["rx_size_in_bytes"] for n in tr),
+        "tx": sum(n["transport"]["tx_size_in_bytes"] for n in tr),
+        "rejected": sum(n["thread_pool"].get("write", {}).get("rejected", 0) for n in tp),
+    }
+
+
+def create_index(name, shape):
+    http("PUT", "/" + name, {
+        "settings": {"index": {"number_of_shards": 6, "number_of_replicas": 0}},
+        "mappings": MAPPINGS[shape]})
+    http("GET", "/_cluster/health/%s?wait_for_status=green&timeout=60s" % name)
+
+
+def delete_index(name):
+    try:
+        http("DELETE", "/" + name)
+    except Exception as e:  # already gone
+        log("bench: delete %s: %s" % (name, e))
+
+
+# ------------------------------------------------------------------ data ----
+
+def _iso(ms):
+    t = time.gmtime(ms // 1000)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (t.tm_year, t.tm_mon, t.tm_mday,
+                                                   t.tm_hour, t.tm_min, t.tm_sec, ms % 1000)
+
+
+def gen_gateway(f, n, rng):
+    import hashlib
+    md5 = hashlib.md5
+    rb = rng.getrandbits
+    base = 1700000000000
+    letters = "ABCD"
+    for i in range(n):
+        ms = base + i * 7 + rb(3)
+        f.write('{"timestamp":"%s","field1":"%s","field2":"%s","field3":"%s",'
+                '"field4":%d,"field5":"%s","field6":%.2f}\n' % (
+                    _iso(ms),
+                    md5(b"%x" % rb(64)).hexdigest(), md5(b"%x" % rb(64)).hexdigest(),
+                    md5(b"%x" % rb(64)).hexdigest(),
+                    rng.randint(1, 1000), letters[rb(2)], rng.uniform(0.1, 100.0)))
+
+
+def gen_orders(f, n, rng):
+    base = 1700000000000
+    statuses = ("created", "paid", "shipped", "delivered", "cancelled", "refunded")
+    for i in range(n):
+        f.write('{"order_no":"ORD%014d","user_id":%d,"status":"%s","amount":%.2f,'
+                '"created_at":"%s"}\n' % (
+                    20240000000000 + i + 1, rng.randint(1, 2000000), statuses[rng.randrange(6)],
+                    rng.uniform(1.0, 5000.0), _iso(base + i * 13 + rng.getrandbits(4))))
+
+
+def data_file(out, shape, n):
+    path = os.path.join(out, "%s-%d.ndjson" % (shape, n))
+    if os.path.exists(path):
+        return path
+    log("bench: generating %s (%d documents)" % (path, n))
+    tmp = path + ".tmp"
+    rng = random.Random("libesbulk-bench-" + shape)
+    with open(tmp, "w", buffering=1 << 20) as f:
+        (gen_gateway if shape == "gateway" else gen_orders)(f, n, rng)
+    os.rename(tmp, path)
+    return path
+
+
+# ------------------------------------------------------------ contenders ----
+
+class Env:
+    def __init__(self, args, builddir, python):
+        self.args = args
+        self.builddir = builddir
+        self.python = python
+        self.bin = {
+            "esbulk_bench": os.path.join(builddir, "bench", "esbulk_bench"),
+            "limit": os.path.join(builddir, "bench", "limit"),
+            "micro": os.path.join(builddir, "bench", "micro"),
+            "os_go": os.path.join(builddir, "bench", "os_go"),
+        }
+
+    def have(self, prog):
+        return os.access(self.bin[prog], os.X_OK)
+
+
+def have_opensearchpy(python):
+    return subprocess.run([python, "-c", "import opensearchpy"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def contender_cmd(env, name, index, path, ids, sets=()):
+    """The command line of contender `name`, or None if its program is missing."""
+    a = env.args
+    conc = a.nodes * a.inflight
+    ida = ["--ids"] if ids else []
+    if name.startswith("esbulk-"):
+        if not env.have("esbulk_bench"):
+            return None
+        level = {"esbulk-node": "node", "esbulk-shard": "shard", "esbulk-off": "off",
+                 "esbulk-node-none": "node"}[name]
+        s = ["routing.level=" + level, "flush.docs=%d" % a.batch,
+             "max.inflight.per.node=%d" % a.inflight]
+        if name == "esbulk-node-none":
+            s.append("id.generate=none")
+        s += list(sets)
+        cmd = [env.bin["esbulk_bench"], "--url", SEED_URL, "--index", index, "--file", path] + ida
+        for kv in s:
+            cmd += ["--set", kv]
+        return cmd
+    if name == "limit":
+        if not env.have("limit"):
+            return None
+        return [env.bin["limit"], "--url", SEED_URL, "--index", index, "--file", path] + ida + [
+            "--flush-docs", str(a.batch), "--inflight", str(a.inflight)]
+    if name.startswith("os-py-"):
+        if not env.have_py:
+            return None
+        return [env.python, os.path.join(HERE, "peers", "os_py.py"),
+                "--mode", name[len("os-py-"):], "--url", ",".join(NODE_URLS),
+                "--index", index, "--file", path, "--batch", str(a.batch),
+                "--threads", str(conc)] + ida
+    if name == "os-go":
+        if not env.have("os_go"):
+            return None
+        return [env.bin["os_go"], "--url", ",".join(NODE_URLS), "--index", index,
+                "--file", path, "--batch", str(a.batch), "--workers", str(conc)] + ida
+    raise ValueError(name)
+
+
+def spawn_measured(cmd, timeout, logpath):
+    """Runs cmd; returns (rc, wall_s, cpu_s, maxrss_kb, stdout, stderr tail)."""
+    with open(logpath + ".out", "w+b") as out, open(logpath + ".err", "w+b") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        killed = []
+
+        def kill():
+            killed.append(1)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait again
+        out.seek(0)
+        err.seek(0)
+        so = out.read().decode(errors="replace")
+        se = err.read().decode(errors="replace")
+    rc = p.returncode if not killed else "timeout"
+    return rc, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, so, se[-2000:]
+
+
+def parse_json_line(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return None
+
+
+_seq = [0]
+
+
+def one_run(env, pids, name, shape, ids, path, ndocs, round_no, sets=(), label=None):
+    a = env.args
+    _seq[0] += 1
+    index = "%s-%d-%d-%s-%s" % (INDEX_PREFIX, os.getpid(), _seq[0], shape, name)
+    index = index.lower()[:200]
+    cmd = contender_cmd(env, name, index, path, ids, sets)
+    rec = {"contender": name, "label": label or name, "shape": shape,
+           "ids": "ids" if ids else "noid", "round": round_no, "sets": list(sets),
+           "docs_expected": ndocs}
+    create_index(index, shape)
+    try:
+        time.sleep(a.settle)
+        pids = node_pids()
+        before = snapshot(pids)
+        logpath = os.path.join(a.out, "logs", index)
+        rc, wall, ccpu, rss, so, se = spawn_measured(cmd, a.timeout, logpath)
+        after = snapshot(pids)
+        restarted = node_pids() != pids or any(math.isnan(v) for v in after["cpu"].values())
+        http("POST", "/%s/_refresh" % index)
+        count = http("GET", "/%s/_count" % index)["count"]
+    finally:
+        delete_index(index)
+    res = parse_json_line(so) or {}
+    secs = res.get("seconds")
+    if not isinstance(secs, (int, float)) or secs <= 0:
+        secs = wall
+    scpu = sum(after["cpu"][k] - before["cpu"][k] for k in before["cpu"])
+    rec.update({
+        "rc": rc, "wall_s": wall, "seconds": secs, "docs_per_s": ndocs / secs,
+        "client_cpu_s": ccpu, "client_maxrss_mb": rss / 1024.0,
+        "server_cpu_s": scpu,
+        "server_cpu_per_node_s": {k: after["cpu"][k] - before["cpu"][k] for k in before["cpu"]},
+        "transport_tx_bytes": after["tx"] - before["tx"],
+        "transport_rx_bytes": after["rx"] - before["rx"],
+        "write_rejected": after["rejected"] - before["rejected"],
+        # documents indexed anywhere in the cluster meanwhile, beyond ours:
+        # another user of the cluster (its CPU is then in server_cpu_s too)
+        "foreign_indexed": max(0, after["indexed"] - before["indexed"] - count),
+        "node_restarted": restarted,
+        "count": count, "lost": max(0, ndocs - count), "extra": max(0, count - ndocs),
+        "failed": res.get("failed"), "result": res,
+    })
+    if rc != 0:
+        rec["stderr_tail"] = se
+    return rec
+
+
+def describe(rec):
+    s = "%-17s %-7s %-4s r%d  %8.0f docs/s  %6.2fs  client %.2fs cpu  server %.2fs cpu" % (
+        rec["label"], rec["shape"], rec["ids"], rec["round"], rec["docs_per_s"],
+        rec["seconds"], rec["client_cpu_s"], rec["server_cpu_s"])
+    if rec["rc"] != 0:
+        s += "  EXIT %s" % rec["rc"]
+    if rec["lost"]:
+        s += "  LOST %d" % rec["lost"]
+    if rec["extra"]:
+        s += "  EXTRA %d" % rec["extra"]
+    if rec["node_restarted"]:
+        s += "  (a node restarted during the run: server figures invalid)"
+    if not rec["node_restarted"] and busy(rec):
+        s += "  (cluster busy: %d other docs indexed meanwhile)" % rec["foreign_indexed"]
+    return s
+
+
+# ---------------------------------------------------------------- report ----
+
+def busy(rec):
+    """True when the cluster did other work during the run (other indexing,
+    a node restart): its server figures then include that work."""
+    return rec["node_restarted"] or rec["foreign_indexed"] > max(100, rec["docs_expected"] // 100)
+
+
+def summarize(runs, key=("label", "shape", "ids")):
+    groups = {}
+    for r in runs:
+        groups.setdefault(tuple(r[k] for k in key), []).append(r)
+    rows = []
+    for k, rs in groups.items():
+        dps = [r["docs_per_s"] for r in rs]
+        n = rs[0]["docs_expected"]
+        row = dict(zip(key, k))
+        row.update({
+            "contender": rs[0]["contender"], "sets": rs[0]["sets"], "rounds": len(rs), "docs": n,
+            "docs_per_s_median": statistics.median(dps), "docs_per_s_min": min(dps),
+            "docs_per_s_max": max(dps),
+            "client_cpu_s_per_mdoc": statistics.median(r["client_cpu_s"] / n * 1e6 for r in rs),
+            "server_cpu_s_per_mdoc": statistics.median(r["server_cpu_s"] / n * 1e6 for r in rs),
+            "transport_bytes_per_doc": statistics.median(r["transport_tx_bytes"] / n for r in rs),
+            "write_rejected": sum(r["write_rejected"] for r in rs),
+            "client_maxrss_mb": max(r["client_maxrss_mb"] for r in rs),
+            "lost": sum(r["lost"] for r in rs), "extra": sum(r["extra"] for r in rs),
+            "errors": sum(1 for r in rs if r["rc"] != 0),
+            "busy_runs": sum(1 for r in rs if busy(r)),
+        })
+        rows.append(row)
+    by = {(r["label"], r["shape"], r["ids"]): r for r in rows}
+    for r in rows:
+        for ref, field in ((BASELINE, "vs_baseline"), ("limit", "vs_limit")):
+            b = by.get((ref, r["shape"], r["ids"]))
+            r[field] = r["docs_per_s_median"] / b["docs_per_s_median"] if b else None
+    order = {c: i for i, c in enumerate(CONTENDERS)}
+    rows.sort(key=lambda r: (r["shape"] != "gateway", r["shape"], r["ids"],
+                             order.get(r["label"], 99), r["label"]))
+    return rows
+
+
+def fmt(v, f="%.2f"):
+    return "-" if v is None else f % v
+
+
+def table(rows, title):
+    hdr = ("contender", "shape", "ids", "docs/s med", "min", "max", "x base", "x limit",
+           "cli cpu/M", "srv cpu/M", "xport B/doc", "rej", "rss MB", "lost")
+    w = (17, 7, 4, 10, 8, 8, 6, 7, 9, 9, 11, 5, 7, 6)
+    lines = [title, " ".join(h.rjust(x) if i > 2 else h.ljust(x) for i, (h, x) in enumerate(zip(hdr, w)))]
+    for r in rows:
+        cells = (r["label"], r["shape"], r["ids"], "%.0f" % r["docs_per_s_median"],
+                 "%.0f" % r["docs_per_s_min"], "%.0f" % r["docs_per_s_max"],
+                 fmt(r["vs_baseline"]), fmt(r["vs_limit"]),
+                 "%.1f" % r["client_cpu_s_per_mdoc"],
+                 "%.1f%s" % (r["server_cpu_s_per_mdoc"], "*" if r["busy_runs"] else ""),
+                 "%.0f" % r["transport_bytes_per_doc"], "%d" % r["write_rejected"],
+                 "%.0f" % r["client_maxrss_mb"],
+                 ("%d" % r["lost"]) + ("!" if r["errors"] else ""))
+        lines.append(" ".join(c.rjust(x) if i > 2 else c.ljust(x) for i, (c, x) in enumerate(zip(cells, w))))
+    return "\n".join(lines)
+
+
+def targets(rows, micro):
+    """The issue's targets, as lines; each from the gateway shape (ids and noid)."""
+    by = {(r["label"], r["shape"], r["ids"]): r for r in rows}
+    out = []
+
+    def line(what, value, ok, note=""):
+        if value is None:
+            out.append({"target": what, "value": None, "met": None, "line": "target: %s: n/a%s" % (what, note)})
+        else:
+            out.append({"target": what, "value": value, "met": ok,
+                        "line": "target: %s: %s — %s%s" % (what, value if isinstance(value, str) else "%.2fx" % value,
+                                                       "met" if ok else "not met", note)})
+
+    for ids in ("ids", "noid"):
+        r = by.get((ROUTED, "gateway", ids))
+        if r is None:
+            continue
+        tag = " (gateway, %s)" % ids
+
+        def ratio(other):
+            o = by.get((other, "gateway", ids))
+            return r["docs_per_s_median"] / o["docs_per_s_median"] if o else None
+        v = ratio(BASELINE)
+        line("routed >= 1.3x baseline docs/s" + tag, v, v is not None and v >= 1.3)
+        b = by.get((BASELINE, "gateway", ids))
+        if b:
+            v = r["server_cpu_s_per_mdoc"] / b["server_cpu_s_per_mdoc"]
+            line("routed server CPU/doc < baseline" + tag, v, v < 1.0)
+        v = ratio("os-py-parallel")
+        line("routed >= 2x opensearch-py parallel_bulk" + tag, v, v is not None and v >= 2.0)
+        v = ratio("os-go")
+        line("routed >= 1.3x opensearch-go BulkIndexer" + tag, v, v is not None and v >= 1.3)
+        v = ratio("limit")
+        line("routed >= 0.95x the limit" + tag, v, v is not None and v >= 0.95)
+        share = r["client_cpu_s_per_mdoc"] / r["server_cpu_s_per_mdoc"] if r["server_cpu_s_per_mdoc"] else None
+        if share is None:
+            line("client CPU <= 5% of the cluster's" + tag, None, None)
+        else:
+            line("client CPU <= 5% of the cluster's" + tag, "%.1f%%" % (share * 100), share <= 0.05)
+    m = micro if isinstance(micro, dict) else {}
+    eng = m.get("engine_null_sink") if isinstance(m.get("engine_null_sink"), dict) else {}
+    for what, ns in (("route+buffer+serialize, no network", m.get("build_route_serialize_ns_per_doc")),
+                     ("esbulk_add..flush to the null sink, CPU", eng.get("cpu_ns_per_doc"))):
+        what = "client-side cost <= 150 ns per 200-byte document (%s)" % what
+        if isinstance(ns, (int, float)):
+            line(what, "%.0f ns" % ns, ns <= 150)
+        else:
+            line(what, None, None, " (no bench/micro figure)")
+    return out
+
+
+def chart(rows, path, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("bench: matplotlib missing, no chart")
+        return False
+    labels = ["%s\n%s/%s" % (r["label"], r["shape"], r["ids"]) for r in rows]
+    colors = []
+    for r in rows:
+        c = r["label"]
+        colors.append("#1f77b4" if c == ROUTED else "#6baed6" if c.startswith("esbulk-node") or c == "esbulk-shard"
+                      else "#7f7f7f" if c == BASELINE else "#2ca02c" if c == "limit"
+                      else "#ff7f0e" if c.startswith("os-py") else "#d62728" if c == "os-go" else "#9467bd")
+    x = range(len(rows))
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(8, 0.75 * len(rows) + 2), 9), sharex=True)
+    med = [r["docs_per_s_median"] for r in rows]
+    err = [[m - r["docs_per_s_min"] for m, r in zip(med, rows)],
+           [r["docs_per_s_max"] - m for m, r in zip(med, rows)]]
+    ax1.bar(x, med, yerr=err, color=colors, capsize=3)
+    ax1.set_ylabel("documents/s (median, min-max)")
+    ax1.set_title(title.replace(": ", ":\n", 1), fontsize=10)
+    ax1.grid(axis="y", alpha=0.3)
+    bars = ax2.bar(x, [r["server_cpu_s_per_mdoc"] for r in rows], color=colors)
+    for b, r in zip(bars, rows):
+        if r.get("busy_runs"):
+            b.set_hatch("//")  # the cluster did other work meanwhile
+    ax2.set_ylabel("server CPU s per million docs\n(hatched: cluster busy with other work)")
+    ax2.grid(axis="y", alpha=0.3)
+    ax2.set_xticks(list(x))
+    ax2.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def run_micro(env):
+    if not env.have("micro"):
+        return None
+    cmd = [env.bin["micro"]]
+    if env.args.quick:
+        cmd += ["--docs", "100000"]
+    sink = os.path.join(env.builddir, "bench", "nullsink")
+    if os.access(sink, os.X_OK):
+        cmd += ["--nullsink", sink]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=600, cwd=env.args.out)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    j = parse_json_line(r.stdout)
+    if r.returncode != 0 or j is None:
+        return {"error": "exit %s" % r.returncode, "stderr": r.stderr[-500:]}
+    return j
+
+
+# ------------------------------------------------------------------ main ----
+
+def setup_and_reexec(args):
+    """Runs bench/setup.sh and re-executes under the venv's python."""
+    if os.environ.get("ESBULK_BENCH_SETUP_DONE") != "1" and not args.no_setup:
+        r = subprocess.run([os.path.join(HERE, "setup.sh"), "--print-python", args.builddir],
+                           stdout=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise SystemExit("bench: bench/setup.sh failed")
+        py = r.stdout.strip().splitlines()[-1]
+        os.environ["ESBULK_BENCH_SETUP_DONE"] = "1"
+        os.environ["ESBULK_BENCH_PYTHON"] = py
+        venv = os.path.dirname(os.path.dirname(os.path.abspath(py)))
+        if os.path.abspath(sys.prefix) != venv and os.access(py, os.X_OK):
+            os.execv(py, [py] + sys.argv)
+    return os.environ.get("ESBULK_BENCH_PYTHON", sys.executable)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description="libesbulk benchmark (see the top of bench/run.py)")
+    ap.add_argument("--quick", action="store_true", help="~20k docs, 1 round, gateway shape (CI)")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--docs", type=int, help="documents per data set")
+    ap.add_argument("--out", help="output dir (default BUILDDIR/bench-out)")
+    ap.add_argument("--builddir", default=os.environ.get("ESBULK_BUILDDIR", SRC),
+                    help="where bench/esbulk_bench, limit, micro, os_go are (default: the source tree)")
+    ap.add_argument("--contenders", help="comma-separated names or patterns (esbulk-*, os-py-parallel, ...)")
+    ap.add_argument("--shapes", help="comma-separated: gateway,orders")
+    ap.add_argument("--ids", choices=("ids", "noid", "both"),
+                    help="id modes (default: gateway both, orders ids)")
+    ap.add_argument("--batch", type=int, default=1000, help="documents per bulk request (all)")
+    ap.add_argument("--inflight", type=int, default=2, help="in-flight requests per node (all: x nodes)")
+    ap.add_argument("--sweep", action="store_true", help="sweep libesbulk's settings instead")
+    ap.add_argument("--settle", type=float, help="seconds of quiet before each run")
+    ap.add_argument("--timeout", type=float, help="seconds allowed per run")
+    ap.add_argument("--no-warmup", action="store_true")
+    ap.add_argument("--no-setup", action="store_true", help="do not run bench/setup.sh")
+    ap.add_argument("--no-micro", action="store_true")
+    a = ap.parse_args(argv)
+    a.builddir = os.path.abspath(a.builddir)
+    if a.out is None:
+        a.out = os.path.join(a.builddir, "bench-out")
+    a.out = os.path.abspath(a.out)
+    if a.rounds is None:
+        a.rounds = 1 if a.quick else (2 if a.sweep else 3)
+    if a.docs is None:
+        a.docs = 20000 if a.quick else (200000 if a.sweep else DEFAULT_DOCS)
+    if a.settle is None:
+        a.settle = 0.3 if a.quick else 2.0
+    if a.timeout is None:
+        a.timeout = max(300.0, a.docs / 500.0)
+    if a.shapes is None:
+        a.shapes = "gateway" if (a.quick or a.sweep) else "gateway,orders"
+    a.shapes = [s for s in a.shapes.split(",") if s]
+    for s in a.shapes:
+        if s not in MAPPINGS:
+            ap.error("unknown shape %s" % s)
+    return a
+
+
+# Default data size: each contender's run lasts >= ~20 s here (3 nodes, 2
+# cores: the cluster indexes ~15-25k docs/s of the gateway shape).
+DEFAULT_DOCS = 500000
+
+
+def plan(a):
+    """[(contender, shape, ids)] for one round, in the interleaved order."""
+    pats = [p for p in (a.contenders or "*").split(",") if p]
+    names = [c for c in CONTENDERS if any(fnmatch.fnmatch(c, p) for p in pats)]
+    unknown = [p for p in pats if not any(fnmatch.fnmatch(c, p) for c in CONTENDERS)]
+    if unknown:
+        raise SystemExit("bench: unknown contender(s) %s; known: %s" % (unknown, ", ".join(CONTENDERS)))
+    out = []
+    for shape in a.shapes:
+        if a.ids:
+            modes = [True, False] if a.ids == "both" else [a.ids == "ids"]
+        else:
+            modes = [True, False] if shape == "gateway" else [True]
+        for ids in modes:
+            for c in names:
+                if c == "esbulk-node-none" and ids:
+                    continue
+                out.append((c, shape, ids))
+    return out
+
+
+def sweep_plan():
+    """[(label, sets, ids)]: the node-routing variants and the baseline."""
+    v = []
+    for d in (500, 1000, 2000, 5000, 10000):
+        v.append(("flush.docs=%d" % d, ["flush.docs=%d" % d], True))
+    for b in (65536, 262144, 1048576, 4194304):
+        v.append(("flush.bytes=%d" % b, ["flush.docs=1000000", "flush.bytes=%d" % b], True))
+    for k in (1, 2, 4, 8):
+        v.append(("inflight=%d" % k, ["max.inflight.per.node=%d" % k], True))
+    for g in ("none", "time", "content"):
+        v.append(("id.generate=%s" % g, ["id.generate=%s" % g], False))
+    for c in ("none", "gzip"):
+        v.append(("compression=%s" % c, ["compression=%s" % c], True))
+    return v
+
+
+def main(argv):
+    a = parse_args(argv)
+    python = setup_and_reexec(a)
+    os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
+    env = Env(a, a.builddir, python)
+    env.have_py = have_opensearchpy(python)
+    ensure_cluster()
+    pids = node_pids()
+    a.nodes = len(pids)
+    log("bench: cluster of %d nodes (JVM pids %s); batch %d docs, %d in flight per node = %d in all" % (
+        a.nodes, ",".join(str(p) for p in pids.values()), a.batch, a.inflight, a.nodes * a.inflight))
+
+    files = {s: data_file(a.out, s, a.docs) for s in a.shapes}
+    t_start = time.time()
+    missing = {}
+    if a.sweep:
+        if not env.have("esbulk_bench"):
+            raise SystemExit("bench: --sweep needs bench/esbulk_bench in %s (make bench-programs)" % a.builddir)
+        items = []
+        variants = sweep_plan()
+        for i, (label, sets, ids) in enumerate(variants):
+            if i % 4 == 0:
+                items.append(("baseline esbulk-off", BASELINE, [], True))
+            items.append((label, ROUTED, sets, ids))
+        items.append(("baseline esbulk-off", BASELINE, [], True))
+        items.append(("baseline esbulk-off noid", BASELINE, [], False))
+        runs = []
+        for rnd in range(1, a.rounds + 1):
+            for label, c, sets, ids in items:
+                rec = one_run(env, pids, c, "gateway", ids, files["gateway"], a.docs, rnd, sets, label)
+                runs.append(rec)
+                log("bench: " + describe(rec))
+        rows = summarize(runs)
+        base = {ids: statistics.median(r["docs_per_s"] for r in runs if r["contender"] == BASELINE
+                                       and r["ids"] == ids) for ids in ("ids", "noid")}
+        for r in rows:
+            r["vs_baseline"] = r["docs_per_s_median"] / base[r["ids"]]
+            r["vs_limit"] = None
+        first = {}
+        for i, r in enumerate(runs):
+            first.setdefault(r["label"], i)
+        rows.sort(key=lambda r: (not r["label"].startswith("baseline"), first[r["label"]]))
+        print(table(rows, "libesbulk sweep: node routing, gateway shape, %d docs, %d rounds "
+                          "(x base = vs esbulk-off defaults, same id mode)" % (a.docs, a.rounds)))
+        doc = {"kind": "sweep", "config": config_doc(a), "rows": rows, "runs": runs}
+        with open(os.path.join(a.out, "sweep.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+        log("bench: wrote %s" % os.path.join(a.out, "sweep.json"))
+        return exit_status(a, runs)
+
+    items = []
+    for c, shape, ids in plan(a):
+        cmd = contender_cmd(env, c, "x", "x", ids)
+        if cmd is None:
+            missing[c] = {"esbulk": "bench/esbulk_bench (make bench-programs)", "limit": "bench/limit (make bench-programs)",
+                          "os-py": "opensearch-py in %s" % python, "os-go": "bench/os_go (bench/setup.sh)"}[
+                              "esbulk" if c.startswith("esbulk") else "os-py" if c.startswith("os-py") else c]
+            continue
+        items.append((c, shape, ids))
+    for c, why in missing.items():
+        log("bench: contender %s missing: %s" % (c, why))
+    if not items:
+        raise SystemExit("bench: no contender can run")
+
+    if not a.no_warmup and not a.quick:
+        c, shape, ids = next(((c, s, i) for c, s, i in items if c in ("os-go", BASELINE)), items[0])
+        wn = min(a.docs, 100000)
+        wpath = data_file(a.out, shape, wn)
+        log("bench: warm-up (%s, %d docs, not recorded)" % (c, wn))
+        one_run(env, pids, c, shape, ids, wpath, wn, 0)
+
+    runs = []
+    for rnd in range(1, a.rounds + 1):
+        for c, shape, ids in items:
+            rec = one_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
+            runs.append(rec)
+            log("bench: " + describe(rec))
+        write_results(a, runs, None, None, missing, t_start, partial=True)
+
+    micro = None if a.no_micro else run_micro(env)
+    rows = summarize(runs)
+    tg = targets(rows, micro)
+    title = "libesbulk benchmark: %d docs per set, %d round(s), batch %d, %d in flight (%d nodes x %d)" % (
+        a.docs, a.rounds, a.batch, a.nodes * a.inflight, a.nodes, a.inflight)
+    print(table(rows, title))
+    print("(docs/s: median over rounds; x base: vs esbulk-off, x limit: vs limit, same shape and id mode;\n"
+          " cli/srv cpu/M: client / cluster CPU seconds per million docs; xport: inter-node transport bytes\n"
+          " sent per doc; rej: write rejections; lost: documents missing after refresh, ! = a run failed;\n"
+          " * = the cluster indexed other documents during a run: another user, figures disturbed)")
+    if missing:
+        print("missing contenders: " + ", ".join("%s (%s)" % kv for kv in missing.items()))
+    if micro is not None:
+        m, e = micro, micro.get("engine_null_sink") or {}
+        if "build_route_serialize_ns_per_doc" in m:
+            print("bench/micro (client only, %s docs of %s bytes): route+buffer+serialize %.0f ns/doc CPU "
+                  "(%.0f docs/s per core); esbulk_add..flush to the null sink: %s docs/s, %s ns CPU/doc" % (
+                      m.get("docs"), m.get("doc_bytes_avg"), m["build_route_serialize_ns_per_doc"],
+                      m.get("docs_per_s_per_core", 0), e.get("docs_per_s", "-"), e.get("cpu_ns_per_doc", "-")))
+        else:
+            print("bench/micro: " + json.dumps(micro))
+    for t in tg:
+        print(t["line"])
+    ok_chart = chart(rows, os.path.join(a.out, "results.png"), title)
+    write_results(a, runs, rows, tg, missing, t_start, micro=micro)
+    log("bench: wrote %s%s (%.0f s)" % (os.path.join(a.out, "results.json"),
+                                         " and results.png" if ok_chart else "", time.time() - t_start))
+    return exit_status(a, runs)
+
+
+def exit_status(a, runs):
+    """Problems are always reported; the exit status is 1 only outside --quick
+    and only for our own programs (libesbulk, limit) failing or losing
+    documents: a peer that loses documents under load is a finding."""
+    bad = [r for r in runs if r["rc"] != 0 or r["lost"]]
+    for r in bad:
+        log("bench: problem: " + describe(r) + ("\n  " + r["stderr_tail"].strip()[-400:].replace("\n", "\n  ")
+                                               if r.get("stderr_tail") else ""))
+    ours = [r for r in bad if r["contender"].startswith("esbulk-") or r["contender"] == "limit"]
+    return 1 if ours and not a.quick else 0
+
+
+def config_doc(a):
+    return {"docs": a.docs, "rounds": a.rounds, "batch": a.batch, "inflight_per_node": a.inflight,
+            "nodes": a.nodes, "concurrency": a.nodes * a.inflight, "shapes": a.shapes,
+            "quick": a.quick, "cpus": os.cpu_count(), "host": platform.node(),
+            "python": platform.python_version(), "builddir": a.builddir}
+
+
+def write_results(a, runs, rows, tg, missing, t_start, micro=None, partial=False):
+    doc = {"kind": "bench", "partial": partial, "started": t_start, "config": config_doc(a),
+           "missing": missing, "rows": rows, "targets": tg, "micro": micro, "runs": runs}
+    tmp = os.path.join(a.out, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.rename(tmp, os.path.join(a.out, "results.json"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
