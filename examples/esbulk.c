@@ -79,6 +79,28 @@ static int conf_apply(esbulk_conf_t *conf, const char *urls, char **sets, int ns
     return 0;
 }
 
+/* A topology for --url and --set: 0, or the exit status after a message. */
+static int open_topology(const char *url, char **sets, int nsets, esbulk_topology_t **topo)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[512];
+    int rc;
+
+    if (conf == NULL)
+        return 1;
+    if ((rc = conf_apply(conf, url, sets, nsets)) != 0) {
+        esbulk_conf_destroy(conf);
+        return rc;
+    }
+    *topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
+    esbulk_conf_destroy(conf);
+    if (*topo == NULL) {
+        fprintf(stderr, "esbulk: %s\n", errstr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* Calls fn for each ID: the arguments, or standard input lines. */
 typedef int (id_fn_t)(const char *id, size_t len, void *ctx);
 
@@ -207,27 +229,15 @@ static int cmd_route(int argc, char **argv)
     argv += optind;
 
     if (url != NULL || index != NULL) {
-        esbulk_conf_t *conf;
         live_ctx_t ctx;
-        char errstr[512];
 
         if (url == NULL || index == NULL)
             return usage_error("route: --url and --index go together%s", "");
         if (shards || routing_shards || partition != 1 || mod)
             return usage_error("route: --shards/--routing-shards/--partition-size/--mod are for "
                                "offline routing, not with --url%s", "");
-        if ((conf = esbulk_conf_new()) == NULL)
-            return 1;
-        if ((rc = conf_apply(conf, url, sets, nsets)) != 0) {
-            esbulk_conf_destroy(conf);
+        if ((rc = open_topology(url, sets, nsets, &ctx.topo)) != 0)
             return rc;
-        }
-        ctx.topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
-        esbulk_conf_destroy(conf);
-        if (ctx.topo == NULL) {
-            fprintf(stderr, "esbulk: %s\n", errstr);
-            return EXIT_USAGE;
-        }
         ctx.index = index;
         ctx.routing = routing;
         rc = for_each_id(argc, argv, route_live_one, &ctx);
@@ -332,7 +342,6 @@ static int cmd_topology(int argc, char **argv)
     const char *url = NULL;
     char *sets[64], errstr[512], *text;
     esbulk_topology_t *topo;
-    esbulk_conf_t *conf;
     int nsets = 0, c, rc = 0, i;
 
     optind = 1;
@@ -352,18 +361,8 @@ static int cmd_topology(int argc, char **argv)
     argv += optind;
     if (url == NULL)
         return usage_error("topology: --url is required%s", "");
-    if ((conf = esbulk_conf_new()) == NULL)
-        return 1;
-    if ((rc = conf_apply(conf, url, sets, nsets)) != 0) {
-        esbulk_conf_destroy(conf);
+    if ((rc = open_topology(url, sets, nsets, &topo)) != 0)
         return rc;
-    }
-    topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
-    esbulk_conf_destroy(conf);
-    if (topo == NULL) {
-        fprintf(stderr, "esbulk: %s\n", errstr);
-        return EXIT_USAGE;
-    }
     text = esbulk_topology_describe(topo, NULL, errstr, sizeof(errstr));
     if (text == NULL) {
         fprintf(stderr, "esbulk: %s\n", errstr);

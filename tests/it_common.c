@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 
 const char *base_url;
 int passed, failed;
@@ -127,4 +128,39 @@ int finish(void)
 {
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+seen_t *seen;
+size_t nseen;
+
+void seen_reset(size_t n)
+{
+    free(seen);
+    seen = calloc(n, sizeof(*seen));
+    if (seen == NULL)
+        die("out of memory");
+    nseen = n;
+}
+
+void seen_record(const esbulk_result_t *r)
+{
+    size_t i = (size_t)(uintptr_t)esbulk_result_opaque(r);
+    seen_t *s;
+
+    if (i >= nseen)
+        return;
+    s = &seen[i];
+    s->results++;
+    s->outcome = esbulk_result_outcome(r);
+    s->err = esbulk_result_err(r);
+    s->status = esbulk_result_status(r);
+    s->attempts = esbulk_result_attempts(r);
+    s->seq_no = esbulk_result_seq_no(r);
+    snprintf(s->error_type, sizeof(s->error_type), "%s",
+             esbulk_result_error_type(r) ? esbulk_result_error_type(r) : "");
+    snprintf(s->reason, sizeof(s->reason), "%s",
+             esbulk_result_error_reason(r) ? esbulk_result_error_reason(r) : "");
+    snprintf(s->id, sizeof(s->id), "%s", esbulk_result_id(r) ? esbulk_result_id(r) : "");
+    snprintf(s->result, sizeof(s->result), "%s",
+             esbulk_result_result(r) ? esbulk_result_result(r) : "");
 }

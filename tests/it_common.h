@@ -3,6 +3,7 @@
 #ifndef ESBULK_IT_COMMON_H
 #define ESBULK_IT_COMMON_H
 
+#include <esbulk.h>
 #include <jansson.h>
 
 extern const char *base_url; /* the cluster's HTTP address */
@@ -20,5 +21,26 @@ void must_ok(const char *method, const char *path, const char *body);
 void wait_green(void);
 /* Prints the totals line and returns the exit status. */
 int finish(void);
+
+/* Per-document bookkeeping of results, indexed by the document's opaque (a
+ * small integer): how many results each got, and the last one's fields. */
+typedef struct {
+    int results;
+    esbulk_outcome_t outcome;
+    esbulk_err_t err;
+    int32_t status, attempts;
+    char error_type[64];
+    char reason[512];
+    char id[64];
+    char result[16];
+    int64_t seq_no;
+} seen_t;
+
+extern seen_t *seen;
+extern size_t nseen;
+/* Forgets everything and makes room for n documents. */
+void seen_reset(size_t n);
+/* Records r under its opaque; ignores opaques past nseen. */
+void seen_record(const esbulk_result_t *r);
 
 #endif

@@ -27,56 +27,18 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Per-document bookkeeping, indexed by the opaque. */
-typedef struct {
-    int results;
-    esbulk_outcome_t outcome;
-    int32_t status;
-    char error_type[64];
-    char reason[160];
-    char id[64];
-    char result[16];
-    int64_t seq_no;
-} seen_t;
-
-static seen_t *seen;
-static size_t nseen;
 static pthread_t main_thread;
 static int off_thread;
 
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
 {
-    size_t i = (size_t)(uintptr_t)esbulk_result_opaque(r);
-    seen_t *s;
-
     (void)eb;
     (void)opaque;
     if (!pthread_equal(pthread_self(), main_thread))
         off_thread++;
-    if (i >= nseen)
-        return;
-    s = &seen[i];
-    s->results++;
-    s->outcome = esbulk_result_outcome(r);
-    s->status = esbulk_result_status(r);
-    s->seq_no = esbulk_result_seq_no(r);
-    snprintf(s->error_type, sizeof(s->error_type), "%s",
-             esbulk_result_error_type(r) ? esbulk_result_error_type(r) : "");
-    snprintf(s->reason, sizeof(s->reason), "%s",
-             esbulk_result_error_reason(r) ? esbulk_result_error_reason(r) : "");
-    snprintf(s->id, sizeof(s->id), "%s", esbulk_result_id(r) ? esbulk_result_id(r) : "");
-    snprintf(s->result, sizeof(s->result), "%s",
-             esbulk_result_result(r) ? esbulk_result_result(r) : "");
+    seen_record(r);
 }
 
-static void reset_seen(size_t n)
-{
-    free(seen);
-    seen = calloc(n, sizeof(*seen));
-    if (seen == NULL)
-        die("out of memory");
-    nseen = n;
-}
 
 /* Logs, kept to check that no secret shows. */
 static char *log_text;
@@ -215,7 +177,7 @@ static void volume(const char *level, const char *mode, size_t n)
 
     snprintf(index, sizeof(index), "it-eng-%s-%s", level, mode);
     fresh_index(index, NULL);
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(kv);
     t0 = (int64_t)time(NULL);
     for (i = 0; i < n; i++) {
@@ -254,7 +216,7 @@ static void mapping_errors(void)
     esbulk_t *eb;
 
     fresh_index(index, "{\"properties\":{\"n\":{\"type\":\"integer\"}}}");
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(NULL);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "m%zu", i);
@@ -296,7 +258,7 @@ static void per_id_ordering(void)
     esbulk_t *eb;
 
     fresh_index(index, NULL);
-    reset_seen(ids * versions);
+    seen_reset(ids * versions);
     eb = handle(kv);
     for (v = 0; v < versions; v++) {
         for (k = 0; k < ids; k++) {
@@ -335,7 +297,7 @@ static void gzip_and_ops(void)
     json_t *st;
 
     fresh_index(index, NULL);
-    reset_seen(n + 300);
+    seen_reset(n + 300);
     eb = handle(kv);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "g%zu", i);
@@ -386,7 +348,7 @@ static void auto_created_index(void)
 
     snprintf(path, sizeof(path), "/%s", index);
     json_decref(req("DELETE", path, NULL, &status));
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(NULL);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "a%zu", i);
@@ -414,7 +376,7 @@ static void secrets_stay_secret(void)
 
     /* a second seed that is dead and has credentials in its URL */
     snprintf(urls, sizeof(urls), "%s,http://user:s3cr3t-url@127.0.0.1:1", base_url);
-    reset_seen(200);
+    seen_reset(200);
     log_len = 0;
     eb = handle(kv);
     for (i = 0; i < 200; i++) {
@@ -461,7 +423,7 @@ static void rejections(void)
     json_t *st;
 
     fresh_index(index, NULL);
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(kv);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "r%zu", i);
@@ -559,7 +521,7 @@ static void node_failure(const char *script)
     v = pick_victim(index, victim, sizeof(victim));
     snprintf(kill_cmd, sizeof(kill_cmd), "%s kill-node %d >/dev/null", script, v);
     snprintf(restart_cmd, sizeof(restart_cmd), "%s start-node %d >/dev/null", script, v);
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(kv);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "f%zu", i);

@@ -37,54 +37,15 @@
 static const char *proxy_url, *proxy_log;
 
 /* ------------------------------------------------------------------------- */
-/* Per-document bookkeeping, indexed by the opaque. */
 
-typedef struct {
-    int results;
-    esbulk_outcome_t outcome;
-    esbulk_err_t err;
-    int32_t status, attempts;
-    char error_type[64];
-    char reason[512];
-    char id[64];
-    char result[16];
-} seen_t;
-
-static seen_t *seen;
-static size_t nseen;
 
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
 {
-    size_t i = (size_t)(uintptr_t)esbulk_result_opaque(r);
-    seen_t *s;
-
     (void)eb;
     (void)opaque;
-    if (i >= nseen)
-        return;
-    s = &seen[i];
-    s->results++;
-    s->outcome = esbulk_result_outcome(r);
-    s->err = esbulk_result_err(r);
-    s->status = esbulk_result_status(r);
-    s->attempts = esbulk_result_attempts(r);
-    snprintf(s->error_type, sizeof(s->error_type), "%s",
-             esbulk_result_error_type(r) ? esbulk_result_error_type(r) : "");
-    snprintf(s->reason, sizeof(s->reason), "%s",
-             esbulk_result_error_reason(r) ? esbulk_result_error_reason(r) : "");
-    snprintf(s->id, sizeof(s->id), "%s", esbulk_result_id(r) ? esbulk_result_id(r) : "");
-    snprintf(s->result, sizeof(s->result), "%s",
-             esbulk_result_result(r) ? esbulk_result_result(r) : "");
+    seen_record(r);
 }
 
-static void reset_seen(size_t n)
-{
-    free(seen);
-    seen = calloc(n, sizeof(*seen));
-    if (seen == NULL)
-        die("out of memory");
-    nseen = n;
-}
 
 /* Logs, kept to check that no secret shows. */
 static char *log_text;
@@ -361,7 +322,7 @@ static void mode_split413(void)
     tally_t t;
 
     fresh_index(index, 3);
-    reset_seen(n + 3);
+    seen_reset(n + 3);
     eb = handle(kv);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "s%zu", i);
@@ -444,7 +405,7 @@ static void mode_retry5xx(int status)
 
     snprintf(index, sizeof(index), "it-faults-retry5xx-%d", status);
     fresh_index(index, 3);
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(kv);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "r%zu", i);
@@ -491,7 +452,7 @@ static void mode_exhausted(void)
     tally_t t;
 
     fresh_index(index, 3);
-    reset_seen(2 * n);
+    seen_reset(2 * n);
     eb = handle(kv_max);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "x%zu", i);
@@ -560,7 +521,7 @@ static void mode_dropped(void)
     tally_t t;
 
     fresh_index(index, 3);
-    reset_seen(4 * per);
+    seen_reset(4 * per);
     a = handle(kv_a);
     b = handle(kv_b);
     /* both have their cluster view before the first documents, so that the
@@ -648,7 +609,7 @@ static void mode_dropped_reused(void)
     tally_t t;
 
     fresh_index(index, 3);
-    reset_seen(warm + 2 * per);
+    seen_reset(warm + 2 * per);
     eb = handle(kv);
     /* a first request passes and leaves its connection open for the next */
     for (i = 0; i < warm; i++) {
@@ -703,7 +664,7 @@ static void mode_garbage(void)
     tally_t t;
 
     fresh_index(index, 3);
-    reset_seen(n);
+    seen_reset(n);
     eb = handle(kv);
     for (i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "g%zu", i);
@@ -793,7 +754,7 @@ static void mode_auth(const char *variant)
 
     snprintf(index, sizeof(index), "it-faults-auth-%s", variant);
     fresh_index(index, 3);
-    reset_seen(6 * n);
+    seen_reset(6 * n);
     if (strcmp(variant, "basic") == 0) {
         good_key = "auth.password";
         good_secret = "pw-" SECRET;
@@ -888,7 +849,7 @@ static void mode_tls(const char *ca_file)
     tally_t t;
 
     fresh_index(index, 3);
-    reset_seen(4 * n);
+    seen_reset(4 * n);
 
     /* without the CA: nothing can be sent; with and without ids */
     eb = handle(kv_noca);

@@ -652,19 +652,19 @@ int main(int argc, char **argv)
         if (docs[i].concrete == NULL)
             die("document %zu has no concrete index", i);
     {
-        char **seen = NULL;
-        size_t nseen = 0, k;
+        char **done_ix = NULL;
+        size_t ndone = 0, k;
         for (i = 0; i < ndocs; i++) {
-            for (k = 0; k < nseen; k++)
-                if (strcmp(seen[k], docs[i].concrete) == 0)
+            for (k = 0; k < ndone; k++)
+                if (strcmp(done_ix[k], docs[i].concrete) == 0)
                     break;
-            if (k == nseen) {
-                seen = realloc(seen, (nseen + 1) * sizeof(*seen));
-                seen[nseen++] = docs[i].concrete;
+            if (k == ndone) {
+                done_ix = realloc(done_ix, (ndone + 1) * sizeof(*done_ix));
+                done_ix[ndone++] = docs[i].concrete;
                 collect_server_locations(docs[i].concrete);
             }
         }
-        free(seen);
+        free(done_ix);
     }
     qsort(locs, nlocs, sizeof(*locs), loc_cmp);
     for (i = 0; i < ndocs; i++) {
