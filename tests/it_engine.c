@@ -25,10 +25,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_t main_thread;
 static int off_thread;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
 {
@@ -337,6 +346,66 @@ static void gzip_and_ops(void)
     json_decref(st);
 }
 
+static int stats_calls, stats_bad;
+
+static void on_stats(esbulk_t *eb, const char *json, size_t len, void *opaque)
+{
+    json_t *j = json_loadb(json, len, 0, NULL);
+
+    (void)eb;
+    (void)opaque;
+    stats_calls++;
+    if (!pthread_equal(pthread_self(), main_thread) || j == NULL ||
+        !json_is_integer(json_object_get(j, "added")) || !json_is_array(json_object_get(j, "nodes")))
+        stats_bad++;
+    json_decref(j);
+}
+
+/* result.failures_only: only the failures reach the callback; the periodic
+ * statistics callback runs on the polling thread. */
+static void failures_only_and_stats(void)
+{
+    const char *index = "it-eng-failonly";
+    size_t n = 3000, i, calls = 0, bad_ok = 0;
+    char id[32], body[64], errstr[256];
+    esbulk_conf_t *conf = esbulk_conf_new();
+    esbulk_t *eb;
+    int64_t t0;
+
+    fresh_index(index, "{\"properties\":{\"n\":{\"type\":\"integer\"}}}");
+    seen_reset(n);
+    esbulk_conf_set(conf, "urls", base_url, NULL, 0);
+    esbulk_conf_set(conf, "result.failures_only", "true", NULL, 0);
+    esbulk_conf_set(conf, "stats.interval.ms", "100", NULL, 0);
+    esbulk_conf_set_result_cb(conf, on_result);
+    esbulk_conf_set_stats_cb(conf, on_stats);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    esbulk_conf_destroy(conf);
+    if (eb == NULL)
+        die("esbulk_new: %s", errstr);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "fo%zu", i);
+        snprintf(body, sizeof(body), i % 100 == 0 ? "{\"n\":\"bad\"}" : "{\"n\":%zu}", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
+    }
+    check(esbulk_flush(eb, 60000) == ESBULK_OK && esbulk_pending(eb) == 0,
+          "failures_only: flush returns with nothing pending");
+    t0 = mono_ms();
+    while (mono_ms() - t0 < 450)
+        esbulk_poll(eb, 100);
+    esbulk_destroy(eb);
+    for (i = 0; i < n; i++) {
+        calls += (size_t)seen[i].results;
+        bad_ok += i % 100 == 0 && seen[i].results == 1 && seen[i].outcome == ESBULK_OUTCOME_FAILED;
+    }
+    check(calls == n / 100 && bad_ok == n / 100,
+          "result.failures_only: %zu callbacks, for exactly the %zu failures", calls, n / 100);
+    check(count_of(index) == (long)(n - n / 100), "failures_only: the others were indexed");
+    check(stats_calls >= 3 && stats_bad == 0,
+          "stats.interval.ms=100: %d statistics callbacks, on the polling thread, valid JSON",
+          stats_calls);
+}
+
 static void auto_created_index(void)
 {
     const char *index = "it-eng-autocreate";
@@ -580,6 +649,7 @@ int main(int argc, char **argv)
         mapping_errors();
         per_id_ordering();
         gzip_and_ops();
+        failures_only_and_stats();
         auto_created_index();
         secrets_stay_secret();
     }
