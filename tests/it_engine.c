@@ -513,8 +513,8 @@ static void rejections(void)
     json_decref(st);
 }
 
-/* A field of the node named name in the library's statistics (-1: absent). */
-static long node_stat(esbulk_t *eb, const char *name, const char *field)
+/* A field of the node at url in the library's statistics (-1: absent). */
+static long node_stat(esbulk_t *eb, const char *url, const char *field)
 {
     json_t *st = stats_of(eb), *n;
     long r = -1;
@@ -522,8 +522,8 @@ static long node_stat(esbulk_t *eb, const char *name, const char *field)
 
     json_array_foreach(json_object_get(st, "nodes"), i, n) {
         json_t *v = json_object_get(n, field);
-        if (json_is_string(json_object_get(n, "name")) &&
-            strcmp(json_string_value(json_object_get(n, "name")), name) == 0)
+        if (json_is_string(json_object_get(n, "url")) &&
+            strcmp(json_string_value(json_object_get(n, "url")), url) == 0)
             r = json_is_boolean(v) ? (long)json_is_true(v) : (long)json_integer_value(v);
     }
     json_decref(st);
@@ -561,6 +561,30 @@ static int pick_victim(const char *index, char *name, size_t name_size)
     return victim;
 }
 
+/* Runs the restart command (once more if it failed, e.g. on a port still
+ * held by the killed process) and waits until the cluster has 3 nodes. */
+static int restart_node(const char *cmd)
+{
+    int tries;
+
+    if (system(cmd) != 0) {
+        sleep(2);
+        if (system(cmd) != 0)
+            printf("  the restart command failed twice: waiting for the node anyway\n");
+    }
+    for (tries = 0; tries < 120; tries++) {
+        long status;
+        json_t *j = req("GET", "/_cat/nodes?format=json", NULL, &status);
+        size_t n = json_array_size(j);
+
+        json_decref(j);
+        if (status == 200 && n == 3)
+            return 1;
+        sleep(1);
+    }
+    return 0;
+}
+
 static void node_failure(const char *script)
 {
     const char *index = "it-eng-fail";
@@ -568,10 +592,11 @@ static void node_failure(const char *script)
     const char *kv[] = {"urls", urls, "flush.docs", "200", "flush.interval.ms", "50", "retry.max", "60",
                         "retry.backoff.ms", "50", "retry.backoff.max.ms", "2000",
                         "node.recheck.ms", "500", "request.timeout.ms", "60000",
-                        "topology.refresh.interval.ms", "2000", NULL};
+                        /* only a failed request tells the library: no timed refresh */
+                        "topology.refresh.interval.ms", "600000", NULL};
     size_t n = 40000, i, not_once, nfail, indexed;
     long errors = -1, down = -1;
-    char id[32], body[96], victim[32], kill_cmd[1024], restart_cmd[1024];
+    char id[32], body[96], victim[32], kill_cmd[1024], restart_cmd[1024], victim_url[64];
     esbulk_t *eb;
     json_t *st;
     long status;
@@ -588,6 +613,8 @@ static void node_failure(const char *script)
                  port + 1, port + 2);
     }
     v = pick_victim(index, victim, sizeof(victim));
+    snprintf(victim_url, sizeof(victim_url), "http://127.0.0.1:%d",
+             atoi(strrchr(base_url, ':') + 1) + v);
     snprintf(kill_cmd, sizeof(kill_cmd), "%s kill-node %d >/dev/null", script, v);
     snprintf(restart_cmd, sizeof(restart_cmd), "%s start-node %d >/dev/null", script, v);
     seen_reset(n);
@@ -600,17 +627,17 @@ static void node_failure(const char *script)
             check(system(kill_cmd) == 0, "killed %s (SIGKILL, it holds primaries) in the "
                   "middle of the load", victim);
         if (i == 20000) {
-            check(system(restart_cmd) == 0, "%s started again and rejoined", victim);
+            check(restart_node(restart_cmd), "%s started again and rejoined", victim);
             esbulk_flush(eb, 120000);
             usleep(600000); /* one statistics snapshot */
-            errors = node_stat(eb, victim, "errors");
+            errors = node_stat(eb, victim_url, "errors");
         }
         if (i % 500 == 0)
             esbulk_poll(eb, 0);
     }
     check(esbulk_flush(eb, 180000) == ESBULK_OK, "node failure: flush returned");
     usleep(600000); /* one statistics snapshot */
-    down = node_stat(eb, victim, "down");
+    down = node_stat(eb, victim_url, "down");
     st = stats_of(eb);
     esbulk_destroy(eb);
     indexed = tally(n, &not_once, &nfail);
@@ -619,6 +646,11 @@ static void node_failure(const char *script)
     check(count_of(index) == (long)n, "node failure: index count %zu, no duplicates", n);
     check(errors > 0, "the library saw %s fail (%ld failed requests) and re-routed", victim,
           errors);
+    if (errors <= 0) {
+        char *dump = json_dumps(json_object_get(st, "nodes"), JSON_COMPACT);
+        printf("  nodes: %s\n", dump ? dump : "?");
+        free(dump);
+    }
     check(down == 0, "%s is back: listed and not marked down once it answers again", victim);
     printf("  node failure: %ld retried, %ld requests\n", stat(st, "retried"), stat(st, "requests"));
     json_decref(st);
