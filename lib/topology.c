@@ -510,7 +510,11 @@ static esbulk_err_t fetch_cluster(esbulk_topology_t *topo, esbulk__cluster_t **o
             snprintf(node->http, len, "%.*s://%s", (int)(scheme_end - topo->seeds[0].base),
                      topo->seeds[0].base, hp);
             free(hp);
-            if (topo->discovery && node_answers(topo, node->http)) {
+            /* One node answering at its published address shows the client
+             * can reach the nodes' network; a slow or dead one among them is
+             * found by its failed requests (marked down, re-routed), not by a
+             * probe that a busy node can miss. */
+            if (topo->discovery && (reachable > 0 || node_answers(topo, node->http))) {
                 node->reachable = 1;
                 reachable++;
             }

@@ -16,5 +16,20 @@ mkdir -p "$lockdir"
 ) 9>"$lockdir/fetch.lock"
 (
     flock 9
-    "$here/$flavour.sh" status >/dev/null 2>&1 || "$here/$flavour.sh" start
+    # up: done. All down: start. Some nodes running but not answering (a
+    # loaded machine, or still starting): wait for them rather than start a
+    # second time; after 120 s, restart the cluster.
+    waited=0
+    while :; do
+        st=$("$here/$flavour.sh" status 2>/dev/null) && exit 0
+        if ! printf '%s\n' "$st" | grep -q ' up \| starting '; then
+            exec "$here/$flavour.sh" start
+        fi
+        if [ "$waited" -ge 120 ]; then
+            "$here/$flavour.sh" stop || true
+            exec "$here/$flavour.sh" start
+        fi
+        sleep 2
+        waited=$((waited + 2))
+    done
 ) 9>"$lockdir/$flavour.lock"
