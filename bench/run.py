@@ -12,6 +12,16 @@ Usage
     make bench-quick   # --quick: ~20k docs, 1 round, in about a minute (CI)
     make bench-sweep   # --sweep: the libesbulk parameter sweep
 
+Cluster: --cluster shared (default) uses the 3-node OpenSearch 2.19 test
+cluster on 127.0.0.1:19200-19202 (tests/cluster/ensure.sh opensearch starts it
+if needed; left running). That cluster also holds every test's indices in
+512 MB heaps with the JIT stopped at C1 (quick starts for tests); under load
+its parent circuit breaker answers 429, and other users' indexing lands in
+the server figures (flagged per run). --cluster own starts a cluster for the
+benchmark alone (same scripts, 3 nodes on 19240-19242, --heap per node,
+default 1g, full JIT, data under OUT/cluster) and stops it at the end
+(--keep-cluster leaves it running for the next run).
+
 It first runs bench/setup.sh (a venv with opensearch-py and matplotlib under
 ~/.cache/libesbulk/bench-venv, and `go build` of the opensearch-go contender
 into BUILDDIR/bench/os_go) and re-executes itself with the venv's python, then
@@ -131,7 +141,8 @@ def log(msg):
 
 # ------------------------------------------------------------------ http ----
 
-def http(method, path, body=None, url=SEED_URL, timeout=120):
+def http(method, path, body=None, url=None, timeout=120):
+    url = url or SEED_URL
     data = None
     headers = {}
     if body is not None:
@@ -158,12 +169,53 @@ def http(method, path, body=None, url=SEED_URL, timeout=120):
 
 # --------------------------------------------------------------- cluster ----
 
-def ensure_cluster():
-    r = subprocess.run([os.path.join(SRC, "tests/cluster/ensure.sh"), "opensearch"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+OWN_HTTP_BASE, OWN_TRANSPORT_BASE = 19240, 19340
+
+
+def set_urls(http_base, nodes=3):
+    global SEED_URL, NODE_URLS
+    NODE_URLS = ["http://127.0.0.1:%d" % (http_base + i) for i in range(nodes)]
+    SEED_URL = NODE_URLS[0]
+
+
+def own_cluster_env(a):
+    env = dict(os.environ)
+    env.update({
+        "ESBULK_CLUSTER_DIR": os.path.join(a.out, "cluster"),
+        "ESBULK_OS_HTTP_BASE": str(OWN_HTTP_BASE),
+        "ESBULK_OS_TRANSPORT_BASE": str(OWN_TRANSPORT_BASE),
+        "ESBULK_OS_CLUSTER_NAME": "esbulk-bench",
+        "ESBULK_NODE_HEAP": a.heap,
+        # the test clusters stop the JIT at C1 (fast start); a benchmark
+        # wants the server's normal, fully optimizing JIT
+        "ESBULK_JAVA_OPTS": ("-XX:TieredStopAtLevel=4 " + a.java_opts).strip(),
+    })
+    return env
+
+
+def ensure_cluster(a):
+    """--cluster shared: the test cluster on 19200-19202 (tests/cluster/ensure.sh,
+    left running). --cluster own: a cluster of its own on 19240-19242, data
+    under OUT/cluster, --heap per node, full JIT; stopped at the end unless
+    --keep-cluster. The shared one also holds every test's indices (hundreds
+    of shards in 512 MB heaps): its parent breaker answers 429 under load."""
+    if a.cluster == "shared":
+        set_urls(19200)
+        r = subprocess.run([os.path.join(SRC, "tests/cluster/ensure.sh"), "opensearch"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    else:
+        set_urls(OWN_HTTP_BASE)
+        env = own_cluster_env(a)
+        script = os.path.join(SRC, "tests/cluster/opensearch.sh")
+        r = subprocess.run([os.path.join(SRC, "tests/cluster/ensure.sh"), "opensearch"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode == 0 and not a.keep_cluster:
+            import atexit
+            atexit.register(lambda: subprocess.run([script, "stop"], env=env, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL))
     if r.returncode != 0:
         sys.stderr.write(r.stdout)
-        raise SystemExit("bench: could not start the OpenSearch test cluster")
+        raise SystemExit("bench: could not start the OpenSearch cluster")
     http("GET", "/_cluster/health?wait_for_status=green&timeout=120s")
 
 
@@ -211,7 +263,9 @@ def snapshot(pids):
     tr = node_stats("transport", len(pids))
     tp = node_stats("thread_pool", len(pids))
     ix = node_stats("indices/indexing", len(pids))
+    br = node_stats("breaker", len(pids))
     return {
+        "breaker_tripped": sum(n["breakers"].get("parent", {}).get("tripped", 0) for n in br),
         "indexed": sum(n["indices"]["indexing"]["index_total"] for n in ix),
         "t": time.monotonic(),
         "cpu": cpu,
@@ -219,6 +273,17 @@ def snapshot(pids):
         "tx": sum(n["transport"]["tx_size_in_bytes"] for n in tr),
         "rejected": sum(n["thread_pool"].get("write", {}).get("rejected", 0) for n in tp),
     }
+
+
+def cluster_condition():
+    """What else the cluster holds: other indices' shards take heap, and a
+    full heap trips the parent breaker (429s) during bulk loads."""
+    h = http("GET", "/_cluster/health")
+    jvm = http("GET", "/_nodes/stats/jvm,breaker")["nodes"].values()
+    return {"active_shards": h["active_shards"],
+            "heap_used_percent": [n["jvm"]["mem"]["heap_used_percent"] for n in jvm],
+            "heap_max_mb": sorted({n["jvm"]["mem"]["heap_max_in_bytes"] >> 20 for n in jvm}),
+            "breaker_tripped": sum(n["breakers"]["parent"]["tripped"] for n in jvm)}
 
 
 def create_index(name, shape):
@@ -416,13 +481,18 @@ def one_run(env, pids, name, shape, ids, path, ndocs, round_no, sets=(), label=N
         secs = wall
     scpu = sum(after["cpu"][k] - before["cpu"][k] for k in before["cpu"])
     rec.update({
-        "rc": rc, "wall_s": wall, "seconds": secs, "docs_per_s": ndocs / secs,
+        # documents that are in the index per second: a contender that lost
+        # documents is not credited for them
+        "rc": rc, "wall_s": wall, "seconds": secs, "docs_per_s": min(count, ndocs) / secs,
+        "offered_per_s": ndocs / secs,
         "client_cpu_s": ccpu, "client_maxrss_mb": rss / 1024.0,
         "server_cpu_s": scpu,
         "server_cpu_per_node_s": {k: after["cpu"][k] - before["cpu"][k] for k in before["cpu"]},
         "transport_tx_bytes": after["tx"] - before["tx"],
         "transport_rx_bytes": after["rx"] - before["rx"],
         "write_rejected": after["rejected"] - before["rejected"],
+        # 429 circuit_breaking_exception: the nodes' parent (real memory) breaker
+        "breaker_tripped": after["breaker_tripped"] - before["breaker_tripped"],
         # documents indexed anywhere in the cluster meanwhile, beyond ours:
         # another user of the cluster (its CPU is then in server_cpu_s too)
         "foreign_indexed": max(0, after["indexed"] - before["indexed"] - count),
@@ -443,6 +513,8 @@ def describe(rec):
         s += "  EXIT %s" % rec["rc"]
     if rec["lost"]:
         s += "  LOST %d" % rec["lost"]
+    if rec["breaker_tripped"]:
+        s += "  (%d circuit-breaker 429s)" % rec["breaker_tripped"]
     if rec["extra"]:
         s += "  EXTRA %d" % rec["extra"]
     if rec["node_restarted"]:
@@ -477,6 +549,7 @@ def summarize(runs, key=("label", "shape", "ids")):
             "server_cpu_s_per_mdoc": statistics.median(r["server_cpu_s"] / n * 1e6 for r in rs),
             "transport_bytes_per_doc": statistics.median(r["transport_tx_bytes"] / n for r in rs),
             "write_rejected": sum(r["write_rejected"] for r in rs),
+            "breaker_tripped": sum(r["breaker_tripped"] for r in rs),
             "client_maxrss_mb": max(r["client_maxrss_mb"] for r in rs),
             "lost": sum(r["lost"] for r in rs), "extra": sum(r["extra"] for r in rs),
             "errors": sum(1 for r in rs if r["rc"] != 0),
@@ -501,7 +574,7 @@ def fmt(v, f="%.2f"):
 def table(rows, title):
     hdr = ("contender", "shape", "ids", "docs/s med", "min", "max", "x base", "x limit",
            "cli cpu/M", "srv cpu/M", "xport B/doc", "rej", "rss MB", "lost")
-    w = (17, 7, 4, 10, 8, 8, 6, 7, 9, 9, 11, 5, 7, 6)
+    w = (17, 7, 4, 10, 8, 8, 6, 7, 9, 9, 11, 7, 7, 6)
     lines = [title, " ".join(h.rjust(x) if i > 2 else h.ljust(x) for i, (h, x) in enumerate(zip(hdr, w)))]
     for r in rows:
         cells = (r["label"], r["shape"], r["ids"], "%.0f" % r["docs_per_s_median"],
@@ -509,7 +582,8 @@ def table(rows, title):
                  fmt(r["vs_baseline"]), fmt(r["vs_limit"]),
                  "%.1f" % r["client_cpu_s_per_mdoc"],
                  "%.1f%s" % (r["server_cpu_s_per_mdoc"], "*" if r["busy_runs"] else ""),
-                 "%.0f" % r["transport_bytes_per_doc"], "%d" % r["write_rejected"],
+                 "%.0f" % r["transport_bytes_per_doc"],
+                 "%d" % r["write_rejected"] + ("/%d" % r["breaker_tripped"] if r["breaker_tripped"] else ""),
                  "%.0f" % r["client_maxrss_mb"],
                  ("%d" % r["lost"]) + ("!" if r["errors"] else ""))
         lines.append(" ".join(c.rjust(x) if i > 2 else c.ljust(x) for i, (c, x) in enumerate(zip(cells, w))))
@@ -658,6 +732,11 @@ def parse_args(argv):
     ap.add_argument("--batch", type=int, default=1000, help="documents per bulk request (all)")
     ap.add_argument("--inflight", type=int, default=2, help="in-flight requests per node (all: x nodes)")
     ap.add_argument("--sweep", action="store_true", help="sweep libesbulk's settings instead")
+    ap.add_argument("--cluster", choices=("shared", "own"), default="shared",
+                    help="shared: the test cluster on 19200 (default); own: start one on 19240 for the run")
+    ap.add_argument("--heap", default="1g", help="--cluster own: heap per node (default 1g)")
+    ap.add_argument("--java-opts", default="", help="--cluster own: extra JVM flags")
+    ap.add_argument("--keep-cluster", action="store_true", help="--cluster own: leave it running")
     ap.add_argument("--settle", type=float, help="seconds of quiet before each run")
     ap.add_argument("--timeout", type=float, help="seconds allowed per run")
     ap.add_argument("--no-warmup", action="store_true")
@@ -733,9 +812,12 @@ def main(argv):
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     env = Env(a, a.builddir, python)
     env.have_py = have_opensearchpy(python)
-    ensure_cluster()
+    ensure_cluster(a)
     pids = node_pids()
     a.nodes = len(pids)
+    a.cluster_state = cluster_condition()
+    log("bench: cluster holds %(active_shards)d shards; heap used %(heap_used_percent)s%% of %(heap_max_mb)s MB "
+        "per node; parent breaker tripped %(breaker_tripped)d times so far" % a.cluster_state)
     log("bench: cluster of %d nodes (JVM pids %s); batch %d docs, %d in flight per node = %d in all" % (
         a.nodes, ",".join(str(p) for p in pids.values()), a.batch, a.inflight, a.nodes * a.inflight))
 
@@ -753,6 +835,11 @@ def main(argv):
             items.append((label, ROUTED, sets, ids))
         items.append(("baseline esbulk-off", BASELINE, [], True))
         items.append(("baseline esbulk-off noid", BASELINE, [], False))
+        if not a.no_warmup and not a.quick:
+            wn = min(a.docs, 150000)
+            for ids in (True, False):
+                log("bench: warm-up (%s, %d docs, not recorded)" % (BASELINE, wn))
+                one_run(env, pids, BASELINE, "gateway", ids, data_file(a.out, "gateway", wn), wn, 0)
         runs = []
         for rnd in range(1, a.rounds + 1):
             for label, c, sets, ids in items:
@@ -792,11 +879,14 @@ def main(argv):
         raise SystemExit("bench: no contender can run")
 
     if not a.no_warmup and not a.quick:
-        c, shape, ids = next(((c, s, i) for c, s, i in items if c in ("os-go", BASELINE)), items[0])
-        wn = min(a.docs, 100000)
-        wpath = data_file(a.out, shape, wn)
-        log("bench: warm-up (%s, %d docs, not recorded)" % (c, wn))
-        one_run(env, pids, c, shape, ids, wpath, wn, 0)
+        # the JVMs' JIT (C2 on --cluster own) needs a few hundred thousand
+        # documents: two untimed loads, with and without ids
+        wn = min(a.docs, 150000)
+        for want_ids in (True, False):
+            c, shape, ids = next(((c, s, i) for c, s, i in items if i == want_ids), items[0])
+            wpath = data_file(a.out, shape, wn)
+            log("bench: warm-up (%s, %s, %d docs, not recorded)" % (c, "ids" if ids else "noid", wn))
+            one_run(env, pids, c, shape, ids, wpath, wn, 0)
 
     runs = []
     for rnd in range(1, a.rounds + 1):
@@ -814,7 +904,7 @@ def main(argv):
     print(table(rows, title))
     print("(docs/s: median over rounds; x base: vs esbulk-off, x limit: vs limit, same shape and id mode;\n"
           " cli/srv cpu/M: client / cluster CPU seconds per million docs; xport: inter-node transport bytes\n"
-          " sent per doc; rej: write rejections; lost: documents missing after refresh, ! = a run failed;\n"
+          " sent per doc; rej: write rejections[/parent circuit-breaker trips]; lost: documents missing after refresh, ! = a run failed;\n"
           " * = the cluster indexed other documents during a run: another user, figures disturbed)")
     if missing:
         print("missing contenders: " + ", ".join("%s (%s)" % kv for kv in missing.items()))
@@ -852,7 +942,10 @@ def config_doc(a):
     return {"docs": a.docs, "rounds": a.rounds, "batch": a.batch, "inflight_per_node": a.inflight,
             "nodes": a.nodes, "concurrency": a.nodes * a.inflight, "shapes": a.shapes,
             "quick": a.quick, "cpus": os.cpu_count(), "host": platform.node(),
-            "python": platform.python_version(), "builddir": a.builddir}
+            "python": platform.python_version(), "builddir": a.builddir,
+            "cluster": a.cluster, "seed_url": SEED_URL,
+            "heap": a.heap if a.cluster == "own" else "512m (test cluster)",
+            "cluster_at_start": getattr(a, "cluster_state", None)}
 
 
 def write_results(a, runs, rows, tg, missing, t_start, micro=None, partial=False):
