@@ -142,6 +142,27 @@ static int64_t take_int(const json_t *obj, const char *key)
     return (int64_t)json_integer_value(v);
 }
 
+/* Appends " (caused by <type>: <reason>)" to *reason (which may be NULL),
+ * capped: caused_by's type is ctype, "error" when it has none. */
+static esbulk_err_t add_caused_by(char **reason, const char *ctype, const char *creason)
+{
+    size_t n =
+        (*reason ? strlen(*reason) : 0) + strlen(creason) + (ctype ? strlen(ctype) : 0) + 32;
+    char *joined = malloc(n), *capped = NULL;
+
+    if (joined != NULL) {
+        int len = snprintf(joined, n, "%s (caused by %s: %s)", *reason ? *reason : "",
+                           ctype ? ctype : "error", creason);
+        capped = dup_capped(joined, len > 0 ? (size_t)len : 0);
+        free(joined);
+    }
+    if (capped == NULL)
+        return ESBULK_ERR_NOMEM;
+    free(*reason);
+    *reason = capped;
+    return ESBULK_OK;
+}
+
 /* The type and reason of an "error" value: {"type":..,"reason":..} (either
  * may be missing or null) or, from odd servers, a plain string (the
  * reason). */
@@ -165,25 +186,9 @@ static esbulk_err_t error_fields(const json_t *error, char **type, char **reason
         const json_t *cb = json_object_get(error, "caused_by");
         const json_t *cr = json_object_get(cb, "reason"), *ct = json_object_get(cb, "type");
 
-        if (json_is_string(cr)) {
-            size_t n = (*reason ? strlen(*reason) : 0) + json_string_length(cr) +
-                       (json_is_string(ct) ? json_string_length(ct) : 0) + 32;
-            char *joined = malloc(n), *capped = NULL;
-
-            if (joined != NULL) {
-                int len = snprintf(joined, n, "%s (caused by %s: %s)", *reason ? *reason : "",
-                                   json_is_string(ct) ? json_string_value(ct) : "error",
-                                   json_string_value(cr));
-                capped = dup_capped(joined, len > 0 ? (size_t)len : 0);
-                free(joined);
-            }
-            if (capped == NULL) {
-                err = ESBULK_ERR_NOMEM;
-            } else {
-                free(*reason);
-                *reason = capped;
-            }
-        }
+        if (json_is_string(cr))
+            err = add_caused_by(reason, json_is_string(ct) ? json_string_value(ct) : NULL,
+                                json_string_value(cr));
     }
     if (err != ESBULK_OK) {
         free(*type);
@@ -236,6 +241,25 @@ static void items_free(esbulk__resp_t *out)
     free(out->items);
     out->items = NULL;
     out->nitems = 0;
+}
+
+/* The class of a parsed item; is_delete: its operation is "delete". */
+static esbulk__item_class_t item_class(const esbulk__item_t *item, int has_error, int is_delete,
+                                       int retry_cluster_block)
+{
+    int32_t st = item->status;
+
+    if (st >= 200 && st <= 299)
+        return ESBULK__ITEM_OK;
+    if (st == 404 && !has_error && is_delete && item->result != NULL &&
+        strcmp(item->result, "not_found") == 0)
+        return ESBULK__ITEM_OK; /* deleting what is not there: no error, done */
+    if (st == 429 || st == 503)
+        return ESBULK__ITEM_RETRY; /* rejected execution, circuit breaker, no shard */
+    if (st == 403 && retry_cluster_block && item->error_type != NULL &&
+        strcmp(item->error_type, "cluster_block_exception") == 0)
+        return ESBULK__ITEM_RETRY; /* e.g. read-only-allow-delete until disk is freed */
+    return ESBULK__ITEM_FAIL;
 }
 
 /* Parses items[i] into item. When the entry cannot be interpreted at all,
@@ -291,18 +315,7 @@ static esbulk_err_t item_parse(const json_t *entry, size_t i, int retry_cluster_
     if (err != ESBULK_OK)
         return err; /* the caller frees what was taken */
 
-    if (st >= 200 && st <= 299)
-        item->klass = ESBULK__ITEM_OK;
-    else if (st == 404 && !has_error && strcmp(op, "delete") == 0 && item->result != NULL &&
-             strcmp(item->result, "not_found") == 0)
-        item->klass = ESBULK__ITEM_OK; /* deleting what is not there: no error, done */
-    else if (st == 429 || st == 503)
-        item->klass = ESBULK__ITEM_RETRY; /* rejected execution, circuit breaker, no shard */
-    else if (st == 403 && retry_cluster_block && item->error_type != NULL &&
-             strcmp(item->error_type, "cluster_block_exception") == 0)
-        item->klass = ESBULK__ITEM_RETRY; /* e.g. read-only-allow-delete until disk is freed */
-    else
-        item->klass = ESBULK__ITEM_FAIL;
+    item->klass = item_class(item, has_error, strcmp(op, "delete") == 0, retry_cluster_block);
     return ESBULK_OK;
 }
 
@@ -400,6 +413,795 @@ done:
     return err;
 }
 
+/* ---------------------------------------------------------------------------
+ * The fast path for a 2xx answer: one pass over the bytes, no tree. It
+ * takes only what it understands completely: a body that jansson (flags 0)
+ * accepts, shaped {"items":[{"<op>":{...}}, ...]} with expected_items
+ * items, each with an integer status in 100..599, no duplicate or escaped
+ * keys where keys are looked up, nesting below FAST_DEPTH_MAX, no reals with
+ * an exponent. Anything else (a malformed, truncated or odd answer, even an
+ * allocation failure) it leaves, with nothing kept, to parse_items, which
+ * classifies and explains it. What it takes, it takes with the result
+ * parse_items would give. */
+
+#define FAST_DEPTH_MAX 64
+
+/* the scanners of every string and key: inlined where they are used */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+typedef struct {
+    const unsigned char *p, *end;
+} scan_t;
+
+/* A string value or key: the bytes between its quotes, still escaped when
+ * esc. p is NULL for a member that is absent or not a string. */
+typedef struct {
+    const unsigned char *p;
+    size_t n;
+    int esc;
+} span_t;
+
+/* The fields of one item as read, before anything is copied. */
+typedef struct {
+    span_t index, id, result;
+    int64_t status, seq_no, primary_term, version;
+    int has_status;
+    int error;                 /* ERR_NONE, ERR_STRING (reason in ereason), ERR_OBJECT, ERR_OTHER */
+    span_t etype, ereason, cbtype, cbreason;
+} fast_item_t;
+
+enum { ERR_NONE = 0, ERR_STRING, ERR_OBJECT, ERR_OTHER };
+
+static inline const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end)
+{
+    while (p < end && *p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+static inline void ws(scan_t *s)
+{
+    s->p = skip_ws(s->p, s->end);
+}
+
+/* The next byte, -1 at the end. */
+static inline int peek(const scan_t *s)
+{
+    return s->p < s->end ? *s->p : -1;
+}
+
+static int hex4(const unsigned char *p, uint32_t *u)
+{
+    int i;
+
+    *u = 0;
+    for (i = 0; i < 4; i++) {
+        unsigned c = p[i];
+
+        if (c >= '0' && c <= '9')
+            c -= '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            c = (c | 0x20) - 'a' + 10;
+        else
+            return -1;
+        *u = (*u << 4) | c;
+    }
+    return 0;
+}
+
+/* 1 for the bytes that end a run of plain string bytes: control
+ * characters, '"', '\\', and those of multibyte UTF-8 characters. */
+static const unsigned char str_special[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10 */
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x20: '"' */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x30 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x40 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* 0x50: '\\' */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x60 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x70 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x80 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x90 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xa0 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xb0 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xc0 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xd0 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xe0 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xf0 */
+};
+
+/* str_scan past its first run of plain bytes, at p: escapes, multibyte
+ * characters, and what is not allowed. */
+static const unsigned char *str_scan_rest(const unsigned char *start, const unsigned char *p,
+                                          const unsigned char *end, span_t *out)
+{
+    int esc = 0;
+
+    for (;;) {
+        unsigned c;
+
+        while (p < end && !str_special[*p])
+            p++;
+        if (p >= end)
+            return NULL;
+        c = *p;
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            esc = 1;
+            if (end - p < 2)
+                return NULL;
+            c = p[1];
+            if (c == 'u') {
+                uint32_t u, lo;
+
+                if (end - p < 6 || hex4(p + 2, &u) != 0)
+                    return NULL;
+                p += 6;
+                if (u == 0 || (u >= 0xdc00 && u <= 0xdfff))
+                    return NULL;
+                if (u >= 0xd800 && u <= 0xdbff) {
+                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) != 0 ||
+                        lo < 0xdc00 || lo > 0xdfff)
+                        return NULL;
+                    p += 6;
+                }
+            } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
+                       c == 'r' || c == 't') {
+                p += 2;
+            } else {
+                return NULL;
+            }
+        } else if (c < 0x20) {
+            return NULL;
+        } else { /* >= 0x80 */
+            size_t k = utf8_seq(p, (size_t)(end - p));
+
+            if (k == 0)
+                return NULL;
+            p += k;
+        }
+    }
+    out->p = start;
+    out->n = (size_t)(p - start);
+    out->esc = esc;
+    return p + 1;
+}
+
+/* The string at q (its opening quote, q < end), checked as jansson checks
+ * one: no control characters, valid UTF-8, known escapes, \u escapes that
+ * are not \u0000 nor a lone or unpaired surrogate. Returns the position
+ * past its closing quote, or NULL. */
+static ALWAYS_INLINE const unsigned char *str_scan(const unsigned char *q,
+                                                  const unsigned char *end, span_t *out)
+{
+    const unsigned char *start = q + 1, *p = q + 1;
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* eight bytes at a time: the first byte that is '"', '\\', below 0x20
+     * or above 0x7f sets the lowest flagged bit (flags above it may be
+     * false: borrows) */
+    while (end - p >= 8) {
+        const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+        uint64_t w, quote, bslash, m;
+
+        memcpy(&w, p, 8);
+        quote = w ^ (ones * '"');
+        bslash = w ^ (ones * '\\');
+        m = (((quote - ones) & ~quote) | ((bslash - ones) & ~bslash) | (w - ones * 0x20) | w) &
+            highs;
+        if (m != 0) {
+            p += __builtin_ctzll(m) / 8;
+            goto found;
+        }
+        p += 8;
+    }
+#endif
+    while (p < end && !str_special[*p])
+        p++;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+found:
+#endif
+    if (p < end && *p == '"') {
+        out->p = start;
+        out->n = (size_t)(p - start);
+        out->esc = 0;
+        return p + 1;
+    }
+    return str_scan_rest(start, p, end, out);
+}
+
+/* str_scan at s->p: 0 with s->p past the string, or -1. */
+static inline int scan_string(scan_t *s, span_t *out)
+{
+    const unsigned char *p = str_scan(s->p, s->end, out);
+
+    if (p == NULL)
+        return -1;
+    s->p = p;
+    return 0;
+}
+
+/* Decodes the checked string sp into dst (room for sp->n + 1 bytes: no
+ * escape decodes to more bytes than it takes), NUL-terminated; returns its
+ * length. */
+static size_t unescape(const span_t *sp, char *dst)
+{
+    const unsigned char *r = sp->p;
+    size_t i = 0, o = 0, n = sp->n;
+
+    if (!sp->esc) {
+        memcpy(dst, r, n);
+        dst[n] = '\0';
+        return n;
+    }
+    while (i < n) {
+        unsigned char c = r[i];
+        uint32_t u, lo;
+
+        if (c != '\\') {
+            dst[o++] = (char)c;
+            i++;
+            continue;
+        }
+        c = r[i + 1];
+        i += 2;
+        switch (c) {
+        case 'b': dst[o++] = '\b'; break;
+        case 'f': dst[o++] = '\f'; break;
+        case 'n': dst[o++] = '\n'; break;
+        case 'r': dst[o++] = '\r'; break;
+        case 't': dst[o++] = '\t'; break;
+        case 'u':
+            hex4(r + i, &u);
+            i += 4;
+            if (u >= 0xd800 && u <= 0xdbff) {
+                hex4(r + i + 2, &lo);
+                i += 6;
+                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+            }
+            if (u < 0x80) {
+                dst[o++] = (char)u;
+            } else if (u < 0x800) {
+                dst[o++] = (char)(0xc0 | (u >> 6));
+                dst[o++] = (char)(0x80 | (u & 0x3f));
+            } else if (u < 0x10000) {
+                dst[o++] = (char)(0xe0 | (u >> 12));
+                dst[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
+                dst[o++] = (char)(0x80 | (u & 0x3f));
+            } else {
+                dst[o++] = (char)(0xf0 | (u >> 18));
+                dst[o++] = (char)(0x80 | ((u >> 12) & 0x3f));
+                dst[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
+                dst[o++] = (char)(0x80 | (u & 0x3f));
+            }
+            break;
+        default: dst[o++] = (char)c; /* " \ / */
+        }
+    }
+    dst[o] = '\0';
+    return o;
+}
+
+/* A malloc'ed, decoded copy of sp; NULL when out of memory. */
+static char *span_dup(const span_t *sp)
+{
+    char *p = malloc(sp->n + 1);
+
+    if (p != NULL)
+        unescape(sp, p);
+    return p;
+}
+
+/* As span_dup, capped as dup_capped caps. */
+static char *span_dup_capped(const span_t *sp)
+{
+    char *p = malloc(sp->n + 1), *capped;
+    size_t n;
+
+    if (p == NULL)
+        return NULL;
+    n = unescape(sp, p);
+    if (n <= ESBULK__RESP_REASON_MAX)
+        return p;
+    capped = dup_capped(p, n);
+    free(p);
+    return capped;
+}
+
+/* The number at s->p. *is_int: it is an integer (no fraction, no exponent),
+ * then *v is its value. -1 for a malformed number, an integer outside
+ * int64_t (jansson: "too big integer") and, not to reproduce strtod's
+ * overflow, a real with an exponent or of more than 300 bytes. */
+static int scan_number(scan_t *s, int *is_int, int64_t *v)
+{
+    const unsigned char *p = s->p, *end = s->end, *digits;
+    uint64_t m = 0;
+    int neg = p < end && *p == '-';
+
+    p += neg;
+    digits = p;
+    if (p < end && *p == '0')
+        p++;
+    else
+        while (p < end && (unsigned)(*p - '0') < 10)
+            m = m * 10 + (uint64_t)(*p++ - '0'); /* 19 digits fit, more are refused below */
+    if (p == digits || p - digits > 19)
+        return -1;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) {
+        if (*p != '.')
+            return -1;
+        p++;
+        if (p >= end || (unsigned)(*p - '0') >= 10)
+            return -1;
+        while (p < end && (unsigned)(*p - '0') < 10)
+            p++;
+        if ((p < end && (*p == 'e' || *p == 'E')) || p - s->p > 300)
+            return -1;
+        *is_int = 0;
+        *v = 0;
+        s->p = p;
+        return 0;
+    }
+    if (m > (uint64_t)INT64_MAX + (uint64_t)neg)
+        return -1;
+    *is_int = 1;
+    *v = !neg ? (int64_t)m : m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
+    s->p = p;
+    return 0;
+}
+
+static int scan_literal(scan_t *s, const char *lit, size_t n)
+{
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
+        return -1;
+    s->p += n;
+    return 0;
+}
+
+/* The next member of the object being read: call with *first set just past
+ * its '{'. 1: a member, *key its name (unescaped keys only when !any_key),
+ * s->p at its value; 0: the object ended, s->p past its '}'; -1. */
+static ALWAYS_INLINE int member(scan_t *s, int *first, span_t *key, int any_key)
+{
+    const unsigned char *p = skip_ws(s->p, s->end), *end = s->end;
+
+    if (p >= end)
+        return -1;
+    if (*p == '}') {
+        s->p = p + 1;
+        return 0;
+    }
+    if (!*first) {
+        if (*p != ',')
+            return -1;
+        p = skip_ws(p + 1, end);
+        if (p >= end)
+            return -1;
+    }
+    *first = 0;
+    if (*p != '"' || (p = str_scan(p, end, key)) == NULL || (key->esc && !any_key))
+        return -1;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return -1;
+    s->p = skip_ws(p + 1, end);
+    return 1;
+}
+
+/* After an array element: 1 for another one (s->p at it), 0 at the end
+ * (s->p past ']'), -1. */
+static int next_element(scan_t *s)
+{
+    ws(s);
+    if (peek(s) == ']') {
+        s->p++;
+        return 0;
+    }
+    if (peek(s) != ',')
+        return -1;
+    s->p++;
+    ws(s);
+    return 1;
+}
+
+/* Skips the value at s->p, nested in depth containers. */
+static int skip_value(scan_t *s, int depth)
+{
+    span_t sp;
+    int64_t v;
+    int r, first = 1, is_int;
+
+    switch (peek(s)) {
+    case '"':
+        return scan_string(s, &sp);
+    case '{':
+        if (++depth > FAST_DEPTH_MAX)
+            return -1;
+        s->p++;
+        while ((r = member(s, &first, &sp, 1)) == 1)
+            if (skip_value(s, depth) != 0)
+                return -1;
+        return r;
+    case '[':
+        if (++depth > FAST_DEPTH_MAX)
+            return -1;
+        s->p++;
+        ws(s);
+        if (peek(s) == ']') {
+            s->p++;
+            return 0;
+        }
+        do {
+            if (skip_value(s, depth) != 0)
+                return -1;
+        } while ((r = next_element(s)) == 1);
+        return r;
+    case 't':
+        return scan_literal(s, "true", 4);
+    case 'f':
+        return scan_literal(s, "false", 5);
+    case 'n':
+        return scan_literal(s, "null", 4);
+    default:
+        return scan_number(s, &is_int, &v);
+    }
+}
+
+static inline uint64_t load8(const void *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t load4(const void *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint16_t load2(const void *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* k is the unescaped key lit[0..n): two overlapping loads each side, which
+ * compilers fold to constants (memcmp they do not always inline). */
+static inline int key_is(const span_t *k, const char *lit, size_t n)
+{
+    const unsigned char *p = k->p;
+
+    if (k->n != n)
+        return 0;
+    if (n > 16)
+        return memcmp(p, lit, n) == 0;
+    if (n >= 8)
+        return load8(p) == load8(lit) && load8(p + n - 8) == load8(lit + n - 8);
+    if (n >= 4)
+        return load4(p) == load4(lit) && load4(p + n - 4) == load4(lit + n - 4);
+    if (n >= 2)
+        return load2(p) == load2(lit) && load2(p + n - 2) == load2(lit + n - 2);
+    return n == 0 || p[0] == (unsigned char)lit[0];
+}
+
+#define KEY_IS(k, lit) key_is(&(k), lit, sizeof(lit) - 1)
+
+/* A member value that counts only as a string (else absent). */
+static int read_string(scan_t *s, span_t *out, int depth)
+{
+    if (peek(s) == '"')
+        return scan_string(s, out);
+    out->p = NULL;
+    return skip_value(s, depth);
+}
+
+/* A member value that counts only as a non-negative integer (else -1). */
+static int read_count(scan_t *s, int64_t *out, int depth)
+{
+    int c = peek(s), is_int;
+
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        if (scan_number(s, &is_int, out) != 0)
+            return -1;
+        if (!is_int || *out < 0)
+            *out = -1;
+        return 0;
+    }
+    *out = -1;
+    return skip_value(s, depth);
+}
+
+/* error.caused_by, an object at s->p: its type and reason. */
+static int read_caused_by(scan_t *s, fast_item_t *f, int depth)
+{
+    span_t key;
+    int r, first = 1, seen = 0;
+
+    s->p++;
+    while ((r = member(s, &first, &key, 0)) == 1) {
+        if (KEY_IS(key, "type")) {
+            if (seen & 1)
+                return -1;
+            seen |= 1;
+            r = read_string(s, &f->cbtype, depth);
+        } else if (KEY_IS(key, "reason")) {
+            if (seen & 2)
+                return -1;
+            seen |= 2;
+            r = read_string(s, &f->cbreason, depth);
+        } else {
+            r = skip_value(s, depth);
+        }
+        if (r != 0)
+            return -1;
+    }
+    return r;
+}
+
+/* The item's error, an object at s->p. */
+static int read_error(scan_t *s, fast_item_t *f, int depth)
+{
+    span_t key;
+    int r, first = 1, seen = 0;
+
+    s->p++;
+    while ((r = member(s, &first, &key, 0)) == 1) {
+        if (KEY_IS(key, "type")) {
+            if (seen & 1)
+                return -1;
+            seen |= 1;
+            r = read_string(s, &f->etype, depth);
+        } else if (KEY_IS(key, "reason")) {
+            if (seen & 2)
+                return -1;
+            seen |= 2;
+            r = read_string(s, &f->ereason, depth);
+        } else if (KEY_IS(key, "caused_by")) {
+            if (seen & 4)
+                return -1;
+            seen |= 4;
+            r = peek(s) == '{' ? read_caused_by(s, f, depth + 1) : skip_value(s, depth);
+        } else {
+            r = skip_value(s, depth);
+        }
+        if (r != 0)
+            return -1;
+    }
+    return r;
+}
+
+enum {
+    F_INDEX = 1 << 0,
+    F_ID = 1 << 1,
+    F_RESULT = 1 << 2,
+    F_STATUS = 1 << 3,
+    F_SEQ_NO = 1 << 4,
+    F_PRIMARY_TERM = 1 << 5,
+    F_VERSION = 1 << 6,
+    F_ERROR = 1 << 7
+};
+
+/* The operation object of an item, at s->p. */
+static int read_op(scan_t *s, fast_item_t *f)
+{
+    const int depth = 3; /* root, items, the item: the op's members are in 4 */
+    span_t key;
+    int r, first = 1, seen = 0, bit, c, is_int;
+
+    s->p++;
+    while ((r = member(s, &first, &key, 0)) == 1) {
+        bit = 0;
+        switch (key.n) {
+        case 3:
+            if (KEY_IS(key, "_id"))
+                bit = F_ID;
+            break;
+        case 5:
+            if (KEY_IS(key, "error"))
+                bit = F_ERROR;
+            break;
+        case 6:
+            if (KEY_IS(key, "_index"))
+                bit = F_INDEX;
+            else if (KEY_IS(key, "status"))
+                bit = F_STATUS;
+            else if (KEY_IS(key, "result"))
+                bit = F_RESULT;
+            break;
+        case 7:
+            if (KEY_IS(key, "_seq_no"))
+                bit = F_SEQ_NO;
+            break;
+        case 8:
+            if (KEY_IS(key, "_version"))
+                bit = F_VERSION;
+            break;
+        case 13:
+            if (KEY_IS(key, "_primary_term"))
+                bit = F_PRIMARY_TERM;
+            break;
+        default:
+            break;
+        }
+        if (seen & bit)
+            return -1; /* a duplicate: jansson keeps the last one */
+        seen |= bit;
+        switch (bit) {
+        case F_INDEX: r = read_string(s, &f->index, depth + 1); break;
+        case F_ID: r = read_string(s, &f->id, depth + 1); break;
+        case F_RESULT: r = read_string(s, &f->result, depth + 1); break;
+        case F_SEQ_NO: r = read_count(s, &f->seq_no, depth + 1); break;
+        case F_PRIMARY_TERM: r = read_count(s, &f->primary_term, depth + 1); break;
+        case F_VERSION: r = read_count(s, &f->version, depth + 1); break;
+        case F_STATUS:
+            c = peek(s);
+            if (c != '-' && (c < '0' || c > '9'))
+                return -1; /* not an integer: "has no status" */
+            r = scan_number(s, &is_int, &f->status);
+            if (r == 0 && (!is_int || f->status < 100 || f->status > 599))
+                return -1;
+            f->has_status = 1;
+            break;
+        case F_ERROR:
+            c = peek(s);
+            if (c == '"') {
+                f->error = ERR_STRING;
+                r = scan_string(s, &f->ereason);
+            } else if (c == '{') {
+                f->error = ERR_OBJECT;
+                r = read_error(s, f, depth + 2);
+            } else if (c == 'n') {
+                f->error = ERR_NONE;
+                r = scan_literal(s, "null", 4);
+            } else {
+                f->error = ERR_OTHER;
+                r = skip_value(s, depth + 1);
+            }
+            break;
+        default:
+            r = skip_value(s, depth + 1);
+        }
+        if (r != 0)
+            return -1;
+    }
+    return r < 0 || !f->has_status ? -1 : 0;
+}
+
+/* The item at s->p into item (zeroed); on -1 item may hold strings for the
+ * caller to free. */
+static int read_item(scan_t *s, int retry_cluster_block, esbulk__item_t *item)
+{
+    fast_item_t f;
+    span_t key, op = {NULL, 0, 0}, others[4];
+    size_t nothers = 0, k;
+    int r, first = 1, has_error;
+    char *cbtype = NULL, *cbreason = NULL;
+
+    if (peek(s) != '{')
+        return -1;
+    memset(&f, 0, sizeof(f));
+    f.seq_no = f.primary_term = f.version = -1;
+    s->p++;
+    while ((r = member(s, &first, &key, 0)) == 1) {
+        if (peek(s) == '{') {
+            if (op.p != NULL)
+                return -1; /* more than one operation */
+            op = key;
+            r = read_op(s, &f);
+        } else {
+            if (nothers == ESBULK__ARRAY_LEN(others))
+                return -1;
+            others[nothers++] = key;
+            r = skip_value(s, 3);
+        }
+        if (r != 0)
+            return -1;
+    }
+    if (r < 0 || op.p == NULL)
+        return -1;
+    for (k = 0; k < nothers; k++)
+        if (others[k].n == op.n && memcmp(others[k].p, op.p, op.n) == 0)
+            return -1; /* the operation's name twice: jansson keeps the last one */
+
+    item->status = (int32_t)f.status;
+    item->seq_no = f.seq_no;
+    item->primary_term = f.primary_term;
+    item->version = f.version;
+    if ((f.index.p != NULL && (item->index = span_dup(&f.index)) == NULL) ||
+        (f.id.p != NULL && (item->id = span_dup(&f.id)) == NULL) ||
+        (f.result.p != NULL && (item->result = span_dup(&f.result)) == NULL))
+        return -1;
+    has_error = f.error != ERR_NONE;
+    if (f.error == ERR_STRING || f.error == ERR_OBJECT) {
+        if ((f.etype.p != NULL && (item->error_type = span_dup_capped(&f.etype)) == NULL) ||
+            (f.ereason.p != NULL && (item->error_reason = span_dup_capped(&f.ereason)) == NULL))
+            return -1;
+        if (f.cbreason.p != NULL) {
+            r = -1;
+            if ((f.cbtype.p == NULL || (cbtype = span_dup(&f.cbtype)) != NULL) &&
+                (cbreason = span_dup(&f.cbreason)) != NULL &&
+                add_caused_by(&item->error_reason, cbtype, cbreason) == ESBULK_OK)
+                r = 0;
+            free(cbtype);
+            free(cbreason);
+            if (r != 0)
+                return -1;
+        }
+    }
+    item->klass = item_class(item, has_error, KEY_IS(op, "delete"), retry_cluster_block);
+    return 0;
+}
+
+/* The whole 2xx answer: 0 with out classified OK and its items set, or -1
+ * with out as it was (nothing kept). */
+static int fast_items(const char *body, size_t body_len, size_t expected_items,
+                      int retry_cluster_block, esbulk__resp_t *out)
+{
+    scan_t s;
+    span_t key;
+    size_t n = 0;
+    int r, first = 1, seen_items = 0;
+
+    s.p = (const unsigned char *)body;
+    s.end = s.p + body_len;
+    ws(&s);
+    if (peek(&s) != '{')
+        return -1;
+    s.p++;
+    while ((r = member(&s, &first, &key, 0)) == 1) {
+        if (!KEY_IS(key, "items")) {
+            if (skip_value(&s, 1) != 0)
+                goto bail;
+            continue;
+        }
+        if (seen_items || peek(&s) != '[')
+            goto bail;
+        seen_items = 1;
+        s.p++;
+        /* allocated before the items are counted: not for more than the
+         * body can hold ({"":{"status":100}} is 19 bytes) */
+        if (expected_items > body_len / 16)
+            goto bail;
+        if (expected_items > 0) {
+            out->items = calloc(expected_items, sizeof(*out->items));
+            if (out->items == NULL)
+                goto bail;
+            out->nitems = expected_items;
+        }
+        ws(&s);
+        if (peek(&s) == ']') {
+            s.p++;
+            continue;
+        }
+        do {
+            if (n == expected_items)
+                goto bail; /* too many */
+            if (read_item(&s, retry_cluster_block, &out->items[n++]) != 0)
+                goto bail;
+        } while ((r = next_element(&s)) == 1);
+        if (r < 0)
+            goto bail;
+    }
+    if (r < 0 || !seen_items || n != expected_items)
+        goto bail;
+    ws(&s);
+    if (s.p != s.end)
+        goto bail;
+    out->klass = ESBULK__RESP_OK;
+    out->err = ESBULK_OK;
+    return 0;
+bail:
+    items_free(out);
+    return -1;
+}
+
 /* Not a 2xx: the status decides; the body only explains. */
 static esbulk_err_t parse_status(long http_status, const char *body, size_t body_len,
                                  esbulk__resp_t *out)
@@ -453,9 +1255,20 @@ done:
     return err;
 }
 
-esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t body_len,
-                                    size_t expected_items, int retry_cluster_block,
-                                    esbulk__resp_t *out)
+/* For tests: the jansson parser alone; the fast path alone (ESBULK_ERR_BAD_RESPONSE, out
+ * zeroed, for an answer it leaves to the jansson parser). */
+esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, size_t body_len,
+                                         size_t expected_items, int retry_cluster_block,
+                                         esbulk__resp_t *out);
+esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, size_t body_len,
+                                         size_t expected_items, int retry_cluster_block,
+                                         esbulk__resp_t *out);
+
+enum { PATH_BOTH, PATH_SLOW, PATH_FAST };
+
+static esbulk_err_t parse(long http_status, const char *body, size_t body_len,
+                          size_t expected_items, int retry_cluster_block, int path,
+                          esbulk__resp_t *out)
 {
     esbulk_err_t err;
 
@@ -463,12 +1276,45 @@ esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t b
     out->http_status = http_status;
     if (body == NULL)
         body_len = 0;
+    if (http_status >= 200 && http_status <= 299 && path != PATH_SLOW && body_len > 0 &&
+        fast_items(body, body_len, expected_items, retry_cluster_block, out) == 0)
+        return ESBULK_OK;
+    if (path == PATH_FAST)
+        return ESBULK_ERR_BAD_RESPONSE; /* out is still zeroed */
     if (http_status >= 200 && http_status <= 299)
         err = parse_items(body, body_len, expected_items, retry_cluster_block, out);
     else
         err = parse_status(http_status, body, body_len, out);
     if (err != ESBULK_OK)
         esbulk__response_free(out);
+    return err;
+}
+
+esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t body_len,
+                                    size_t expected_items, int retry_cluster_block,
+                                    esbulk__resp_t *out)
+{
+    return parse(http_status, body, body_len, expected_items, retry_cluster_block, PATH_BOTH,
+                 out);
+}
+
+esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, size_t body_len,
+                                         size_t expected_items, int retry_cluster_block,
+                                         esbulk__resp_t *out)
+{
+    return parse(http_status, body, body_len, expected_items, retry_cluster_block, PATH_SLOW,
+                 out);
+}
+
+esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, size_t body_len,
+                                         size_t expected_items, int retry_cluster_block,
+                                         esbulk__resp_t *out)
+{
+    esbulk_err_t err = parse(http_status, body, body_len, expected_items, retry_cluster_block,
+                             PATH_FAST, out);
+
+    if (err != ESBULK_OK)
+        memset(out, 0, sizeof(*out));
     return err;
 }
 
