@@ -918,8 +918,10 @@ static int read_count(scan_t *s, int64_t *out, int depth)
     return skip_value(s, depth);
 }
 
-/* error.caused_by, an object at s->p: its type and reason. */
-static int read_caused_by(scan_t *s, fast_item_t *f, int depth)
+/* An error object at s->p: its type and reason into *type and *reason; for
+ * the item's error (cb != NULL) also its caused_by, read the same way into
+ * cb's fields. A key seen twice is left to the slow path. */
+static int read_error_obj(scan_t *s, span_t *type, span_t *reason, fast_item_t *cb, int depth)
 {
     span_t key;
     int r, first = 1, seen = 0;
@@ -930,44 +932,18 @@ static int read_caused_by(scan_t *s, fast_item_t *f, int depth)
             if (seen & 1)
                 return -1;
             seen |= 1;
-            r = read_string(s, &f->cbtype, depth);
+            r = read_string(s, type, depth);
         } else if (KEY_IS(key, "reason")) {
             if (seen & 2)
                 return -1;
             seen |= 2;
-            r = read_string(s, &f->cbreason, depth);
-        } else {
-            r = skip_value(s, depth);
-        }
-        if (r != 0)
-            return -1;
-    }
-    return r;
-}
-
-/* The item's error, an object at s->p. */
-static int read_error(scan_t *s, fast_item_t *f, int depth)
-{
-    span_t key;
-    int r, first = 1, seen = 0;
-
-    s->p++;
-    while ((r = member(s, &first, &key, 0)) == 1) {
-        if (KEY_IS(key, "type")) {
-            if (seen & 1)
-                return -1;
-            seen |= 1;
-            r = read_string(s, &f->etype, depth);
-        } else if (KEY_IS(key, "reason")) {
-            if (seen & 2)
-                return -1;
-            seen |= 2;
-            r = read_string(s, &f->ereason, depth);
-        } else if (KEY_IS(key, "caused_by")) {
+            r = read_string(s, reason, depth);
+        } else if (cb != NULL && KEY_IS(key, "caused_by")) {
             if (seen & 4)
                 return -1;
             seen |= 4;
-            r = peek(s) == '{' ? read_caused_by(s, f, depth + 1) : skip_value(s, depth);
+            r = peek(s) == '{' ? read_error_obj(s, &cb->cbtype, &cb->cbreason, NULL, depth + 1)
+                               : skip_value(s, depth);
         } else {
             r = skip_value(s, depth);
         }
@@ -1056,7 +1032,7 @@ static int read_op(scan_t *s, fast_item_t *f)
                 r = scan_string(s, &f->ereason);
             } else if (c == '{') {
                 f->error = ERR_OBJECT;
-                r = read_error(s, f, depth + 2);
+                r = read_error_obj(s, &f->etype, &f->ereason, f, depth + 2);
             } else if (c == 'n') {
                 f->error = ERR_NONE;
                 r = scan_literal(s, "null", 4);
