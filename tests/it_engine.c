@@ -623,9 +623,16 @@ static void node_failure(const char *script)
         snprintf(id, sizeof(id), "f%zu", i);
         snprintf(body, sizeof(body), "{\"n\":%zu,\"t\":\"node failure test\"}", i);
         add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
-        if (i == 10000) /* requests are in flight: no flush first */
+        if (i == 10000) {
+            /* first the library must know the node and send to it; only a
+             * failed request then tells it the node is gone */
+            esbulk_flush(eb, 60000);
+            usleep(600000); /* one statistics snapshot */
+            check(node_stat(eb, victim_url, "requests") > 0,
+                  "before the kill, %s receives its documents directly", victim);
             check(system(kill_cmd) == 0, "killed %s (SIGKILL, it holds primaries) in the "
                   "middle of the load", victim);
+        }
         if (i == 20000) {
             check(restart_node(restart_cmd), "%s started again and rejoined", victim);
             esbulk_flush(eb, 120000);
