@@ -218,6 +218,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     int64_t gen = esbulk__conf_int(eb->conf, ESBULK__C_ID_GENERATE);
     char idbuf[32];
     esbulk__buf_t lines, bline;
+    int content_id;
     esbulk__doc_t *d;
     esbulk_err_t err;
 
@@ -263,9 +264,11 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
                        "(%zu)", body_len, max_doc);
         return ESBULK_ERR_DOC_TOO_LARGE;
     }
-    /* the body line first: content ids hash the body as it is sent */
+    /* A content id hashes the body as it is sent, so that body line is built
+     * first; otherwise the body goes straight after the action line. */
+    content_id = id_len == 0 && gen == 2 && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE);
     esbulk__buf_init(&bline, (size_t)-1);
-    if (op != ESBULK_OP_DELETE) {
+    if (content_id) {
         err = esbulk__body_line(&bline, body, body_len,
                                 (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
                                 errstr_size);
@@ -303,6 +306,10 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     err = esbulk__action_line(&lines, op, index, index_len, id, id_len, routing, routing_len);
     if (err == ESBULK_OK && bline.len > 0)
         err = esbulk__buf_add(&lines, bline.data, bline.len);
+    else if (err == ESBULK_OK && op != ESBULK_OP_DELETE)
+        err = esbulk__body_line(&lines, body, body_len,
+                                (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
+                                errstr_size);
     esbulk__buf_free(&bline);
     if (err != ESBULK_OK) {
         esbulk__buf_free(&lines);

@@ -399,7 +399,7 @@ do_start() {
         rm -rf "${CLUSTER_DIR:?}"/os-node-*/
     fi
     for ((i = 0; i < NODES; i++)); do
-        if [[ -f $(log_file "$i") ]]; then mv -f "$(log_file "$i")" "$(log_file "$i").prev"; fi
+        mv -f "$(log_file "$i")" "$(log_file "$i").prev" 2>/dev/null || true # absent on a first start
     done
     save_state
 
