@@ -345,7 +345,7 @@ launch_node() { # index nodes
     # The background child execs java directly, so $! is the JVM's pid.
     nohup "$JAVA" "${jvm[@]}" --module-path "$CACHE/home/lib" --add-modules ALL-MODULE-PATH \
         -cp "$CACHE/launcher" "$MAIN_CLASS" --config="$nd/config" "${settings[@]}" \
-        >>"$(log_file "$i")" 2>&1 </dev/null &
+        >>"$(log_file "$i")" 2>&1 </dev/null 9>&- &
     echo $! >"$(pid_file "$i")"
 }
 

@@ -122,9 +122,13 @@ sha_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 do_fetch() {
     ensure_tools
     mkdir -p "$CACHE_DIR"
-    # one fetch at a time per cache (parallel test jobs)
-    exec 9>"$CACHE_DIR/.lock"
-    flock 9
+    # One fetch at a time per cache (parallel test jobs). A descriptor of
+    # its own: callers hold their locks on fd 9 (tests/cluster/ensure.sh holds
+    # the cluster's lock through the whole start), and reopening their fd
+    # here would drop their lock halfway and let a second start in.
+    local lockfd
+    exec {lockfd}>"$CACHE_DIR/.lock"
+    flock "$lockfd"
 
     local pom_sum lib="$CACHE_DIR/lib"
     pom_sum=$(sha_of "$POM")
@@ -161,7 +165,7 @@ do_fetch() {
         rm -rf "$classes"
         mv "$tmp" "$classes"
     fi
-    exec 9>&-
+    exec {lockfd}>&-
 }
 
 # ------------------------------------------------------------ processes ----
@@ -261,7 +265,7 @@ launch_node() {
 
     printf '===== %s: starting %s (heap %s) =====\n' "$(date '+%F %T')" "$name" "$NODE_HEAP" >>"$log"
     nohup "$JAVA" "${jvm[@]}" "${extra_opts[@]}" -cp "$CACHE_DIR/lib/*:$CACHE_DIR/classes" \
-        "$LAUNCHER_CLASS" "${node_args[@]}" </dev/null >>"$log" 2>&1 &
+        "$LAUNCHER_CLASS" "${node_args[@]}" </dev/null >>"$log" 2>&1 9>&- &
     pid=$!
     printf '%s\n' "$pid" >"$(pid_file "$i")"
     STARTED+=("$i")
