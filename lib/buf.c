@@ -26,21 +26,53 @@ void esbulk__buf_reset(esbulk__buf_t *buf)
         buf->data[0] = '\0';
 }
 
-esbulk_err_t esbulk__buf_add(esbulk__buf_t *buf, const void *data, size_t len)
+/* Grows the allocation to hold len more bytes and the NUL: to exactly that
+ * when exact, else doubling from 256. */
+static esbulk_err_t grow(esbulk__buf_t *buf, size_t len, int exact)
 {
+    size_t need, cap;
+    char *p;
+
     if (len > buf->max || buf->len > buf->max - len)
         return ESBULK_ERR_TOO_LARGE;
-    if (buf->len + len + 1 > buf->cap) {
-        size_t cap = buf->cap ? buf->cap : 256;
-        char *p;
-
-        while (cap < buf->len + len + 1)
+    need = buf->len + len + 1;
+    if (need <= buf->cap)
+        return ESBULK_OK;
+    if (exact) {
+        cap = need;
+    } else {
+        cap = buf->cap ? buf->cap : 256;
+        while (cap < need)
             cap *= 2;
-        p = realloc(buf->data, cap);
-        if (p == NULL)
-            return ESBULK_ERR_NOMEM;
-        buf->data = p;
-        buf->cap = cap;
+    }
+    p = realloc(buf->data, cap);
+    if (p == NULL)
+        return ESBULK_ERR_NOMEM;
+    buf->data = p;
+    buf->cap = cap;
+    return ESBULK_OK;
+}
+
+esbulk_err_t esbulk__buf_reserve(esbulk__buf_t *buf, size_t n)
+{
+    esbulk_err_t err;
+
+    if (buf->len + n + 1 <= buf->cap && n <= buf->max && buf->len <= buf->max - n)
+        return ESBULK_OK;
+    err = grow(buf, n, buf->cap == 0); /* exact for a first allocation */
+
+    if (err == ESBULK_OK && buf->data != NULL)
+        buf->data[buf->len] = '\0';
+    return err;
+}
+
+esbulk_err_t esbulk__buf_add(esbulk__buf_t *buf, const void *data, size_t len)
+{
+    if (buf->len + len + 1 > buf->cap || len > buf->max || buf->len > buf->max - len) {
+        esbulk_err_t err = grow(buf, len, 0);
+
+        if (err != ESBULK_OK)
+            return err;
     }
     if (len > 0)
         memcpy(buf->data + buf->len, data, len);

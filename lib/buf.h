@@ -18,5 +18,8 @@ void esbulk__buf_reset(esbulk__buf_t *buf);
 esbulk_err_t esbulk__buf_add(esbulk__buf_t *buf, const void *data, size_t len);
 esbulk_err_t esbulk__buf_addc(esbulk__buf_t *buf, char c);
 esbulk_err_t esbulk__buf_adds(esbulk__buf_t *buf, const char *s);
+/* Makes room for n more bytes (and the NUL) in one allocation, so that the
+ * adds that follow do not grow the buffer step by step. */
+esbulk_err_t esbulk__buf_reserve(esbulk__buf_t *buf, size_t n);
 
 #endif

@@ -35,7 +35,10 @@ struct esbulk_result_s {
     esbulk_outcome_t outcome;
     esbulk_err_t err;
     int32_t status;
-    char *r_index, *r_id, *r_result, *r_error_type, *r_error_reason;
+    char *r_index;                  /* NULL: the index as added */
+    char *r_id, *r_error_type, *r_error_reason;
+    const char *r_result;           /* a static string, or r_result_own */
+    char *r_result_own;
     int64_t seq_no, primary_term, version;
 };
 

@@ -20,13 +20,11 @@ void esbulk__doc_free(esbulk__doc_t *d)
 {
     if (d == NULL)
         return;
-    free(d->index);
-    free(d->id);
-    free(d->routing);
+    /* index, id and routing live in d's own allocation */
     free(d->lines);
     free(d->r_index);
     free(d->r_id);
-    free(d->r_result);
+    free(d->r_result_own);
     free(d->r_error_type);
     free(d->r_error_reason);
     free(d);
@@ -286,7 +284,8 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         id_len = strlen(idbuf);
     }
 
-    d = calloc(1, sizeof(*d));
+    /* one allocation for the record and its strings */
+    d = calloc(1, sizeof(*d) + index_len + 1 + id_len + 1 + routing_len + 1);
     if (d == NULL) {
         esbulk__buf_free(&bline);
         goto nomem;
@@ -296,14 +295,24 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     d->seq_no = d->primary_term = d->version = -1;
     d->id_len = id_len;
     d->routing_len = routing_len;
-    if ((d->index = esbulk__strndup(index, index_len)) == NULL ||
-        (id_len > 0 && (d->id = esbulk__strndup(id, id_len)) == NULL) ||
-        (routing_len > 0 && (d->routing = esbulk__strndup(routing, routing_len)) == NULL)) {
-        esbulk__buf_free(&bline);
-        goto nomem;
+    {
+        char *p = (char *)(d + 1);
+
+        d->index = memcpy(p, index, index_len);
+        p += index_len + 1;
+        if (id_len > 0)
+            d->id = memcpy(p, id, id_len);
+        p += id_len + 1;
+        if (routing_len > 0)
+            d->routing = memcpy(p, routing, routing_len);
     }
+    /* the lines in one allocation: the action line's fixed part, its
+     * strings (escaping rarely adds to them) and the body line */
     esbulk__buf_init(&lines, (size_t)-1);
-    err = esbulk__action_line(&lines, op, index, index_len, id, id_len, routing, routing_len);
+    err = esbulk__buf_reserve(&lines, 48 + index_len + id_len + routing_len +
+                                          (bline.len > 0 ? bline.len : body_len + 1));
+    if (err == ESBULK_OK)
+        err = esbulk__action_line(&lines, op, index, index_len, id, id_len, routing, routing_len);
     if (err == ESBULK_OK && bline.len > 0)
         err = esbulk__buf_add(&lines, bline.data, bline.len);
     else if (err == ESBULK_OK && op != ESBULK_OP_DELETE)

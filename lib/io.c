@@ -10,6 +10,9 @@
 #include <string.h>
 #include <zlib.h>
 
+/* Buffers kept for reuse, at most SPARE_BYTES of them in all. */
+#define SPARE_BUFS 16
+#define SPARE_BYTES ((size_t)32 << 20)
 #define DEST_BUCKETS 1024
 #define LAT_RING 512
 #define EXPIRE_SCAN_MS 100
@@ -69,6 +72,9 @@ typedef struct {
     esbulk__queue_t retry;      /* documents waiting for their retry time */
     req_t *reqs;                /* requests in flight */
     esbulk__index_t *cached;    /* the last index entry looked up, this round */
+    dest_t **shard_dest;        /* cached's destination per shard (NULL: not yet) */
+    int32_t nshard_dest;        /* entries valid in shard_dest (0: none) */
+    int32_t shard_dest_cap;
     esbulk__queue_t done;       /* results of this round, handed over by flush_done() */
     struct { uint64_t retried, item_429, unrouted, expired; } st; /* this round's counts */
     int running;
@@ -88,6 +94,11 @@ typedef struct {
     int64_t backoff_ms, backoff_max_ms, request_timeout_ms, recheck_ms;
     int retry_cluster_block;
     char *bulk_path;
+    /* request and response buffers kept for the next requests: no
+     * allocation, growth or page faults per request */
+    esbulk__buf_t spare[SPARE_BUFS];
+    int nspare;
+    size_t spare_bytes;
 } io_t;
 
 /* ------------------------------------------------------------------------- */
@@ -328,6 +339,7 @@ static esbulk_err_t entry_for(esbulk_t *eb, io_t *io, const char *name, esbulk__
         esbulk__index_release(io->cached);
         atomic_fetch_add(&(*e)->refs, 1);
         io->cached = *e;
+        io->nshard_dest = 0;
     }
     return err;
 }
@@ -336,6 +348,40 @@ static void entry_cache_clear(io_t *io)
 {
     esbulk__index_release(io->cached);
     io->cached = NULL;
+    io->nshard_dest = 0;
+}
+
+/* The cached destination of shard in e (NULL: not cached). Valid while e
+ * is io->cached: an entry is an immutable snapshot of the index, and
+ * destinations live as long as the I/O thread. */
+static dest_t *shard_dest_get(io_t *io, const esbulk__index_t *e, int32_t shard)
+{
+    if (e != io->cached || shard < 0 || shard >= io->nshard_dest)
+        return NULL;
+    return io->shard_dest[shard];
+}
+
+static void shard_dest_put(io_t *io, const esbulk__index_t *e, int32_t shard, dest_t *dest)
+{
+    int32_t n = e->layout.shards, i;
+
+    if (e != io->cached || shard < 0 || shard >= n)
+        return;
+    if (io->nshard_dest == 0) {
+        if (n > io->shard_dest_cap) {
+            dest_t **p = realloc(io->shard_dest, sizeof(*p) * (size_t)n);
+
+            if (p == NULL)
+                return; /* not cached: looked up by key each time */
+            io->shard_dest = p;
+            io->shard_dest_cap = n;
+        }
+        for (i = 0; i < n; i++)
+            io->shard_dest[i] = NULL;
+        io->nshard_dest = n;
+    }
+    if (shard < io->nshard_dest)
+        io->shard_dest[shard] = dest;
 }
 
 /* The destination of a document under the routing level. */
@@ -365,6 +411,10 @@ static dest_t *route(esbulk_t *eb, io_t *io, esbulk__doc_t *doc)
     if (esbulk_layout_shard(&e->layout, doc->id, doc->id_len, routing, routing_len, &shard) !=
         ESBULK_OK)
         goto unrouted;
+    if ((dest = shard_dest_get(io, e, shard)) != NULL) {
+        esbulk__index_release(e);
+        return dest;
+    }
     p = e->primary != NULL ? e->primary[shard] : -1;
     if (io->level == 0 && !io->per_id && p >= 0 && !e->cluster->seeds_only &&
         e->cluster->nodes[p].http != NULL) {
@@ -375,6 +425,8 @@ static dest_t *route(esbulk_t *eb, io_t *io, esbulk__doc_t *doc)
         snprintf(key, sizeof(key), "s:%s#%d", doc->index, (int)shard);
         dest = dest_get(io, key, DEST_SHARD, NULL, doc->index, shard);
     }
+    if (dest != NULL)
+        shard_dest_put(io, e, shard, dest);
     esbulk__index_release(e);
     if (dest != NULL)
         return dest;
@@ -577,6 +629,31 @@ static int on_prereq(void *userdata, char *primary_ip, char *local_ip, int prima
     return r->prereqs++ == 0 ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
+/* A kept buffer, emptied, with the given maximum (or a new one). */
+static void buf_take(io_t *io, esbulk__buf_t *b, size_t max)
+{
+    if (io->nspare > 0) {
+        *b = io->spare[--io->nspare];
+        io->spare_bytes -= b->cap;
+        esbulk__buf_reset(b);
+        b->max = max;
+    } else {
+        esbulk__buf_init(b, max);
+    }
+}
+
+/* Keeps b's allocation for a later buf_take, or frees it; b is left empty. */
+static void buf_give(io_t *io, esbulk__buf_t *b)
+{
+    if (b->data != NULL && io->nspare < SPARE_BUFS && io->spare_bytes + b->cap <= SPARE_BYTES) {
+        io->spare_bytes += b->cap;
+        io->spare[io->nspare++] = *b;
+        esbulk__buf_init(b, 0);
+    } else {
+        esbulk__buf_free(b);
+    }
+}
+
 static void req_free(req_t *r)
 {
     if (r == NULL)
@@ -615,6 +692,35 @@ static esbulk_err_t gzip_body(const esbulk__buf_t *in, esbulk__buf_t *out, int l
     return rc == Z_STREAM_END ? ESBULK_OK : ESBULK_ERR_NOMEM;
 }
 
+/* The server's index, result and id of an item, copied into d where they
+ * say more than d does: the index only when it differs from the one added
+ * (an alias, a data stream), the result as a static string when it is one of
+ * the usual ones, the id only when the server chose it. An allocation that
+ * fails leaves the field NULL: the outcome does not depend on it. */
+static void doc_take_item(esbulk__doc_t *d, const esbulk__item_t *it)
+{
+    static const char *const results[] = {"created", "updated", "deleted", "noop", "not_found"};
+    size_t k;
+
+    free(d->r_index);
+    d->r_index = it->index != NULL && strcmp(it->index, d->index) != 0
+                     ? esbulk__strdup(it->index) : NULL;
+    free(d->r_result_own);
+    d->r_result_own = NULL;
+    d->r_result = NULL;
+    if (it->result != NULL) {
+        for (k = 0; k < ESBULK__ARRAY_LEN(results) && d->r_result == NULL; k++)
+            if (strcmp(it->result, results[k]) == 0)
+                d->r_result = results[k];
+        if (d->r_result == NULL)
+            d->r_result = d->r_result_own = esbulk__strdup(it->result);
+    }
+    if (d->id == NULL) {
+        free(d->r_id);
+        d->r_id = it->id != NULL ? esbulk__strdup(it->id) : NULL;
+    }
+}
+
 /* Takes a batch from dest and starts it on target. */
 static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *target,
                                int64_t now)
@@ -636,8 +742,19 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
         free(r);
         return ESBULK_ERR_NOMEM;
     }
-    esbulk__buf_init(&raw, (size_t)-1);
-    esbulk__buf_init(&r->resp, eb->http.response_max_bytes);
+    buf_take(io, &raw, (size_t)-1);
+    buf_take(io, &r->resp, eb->http.response_max_bytes);
+    {
+        /* the body's size first: one allocation at most */
+        size_t n = 0, bytes = 0;
+
+        for (d = dest->q.head; d != NULL && n < max_docs; d = d->next, n++) {
+            if (n > 0 && bytes + d->lines_len > io->flush.flush_bytes)
+                break;
+            bytes += d->lines_len;
+        }
+        (void)esbulk__buf_reserve(&raw, bytes); /* on failure the adds below tell */
+    }
     /* documents up to flush.docs and, past the first, flush.bytes */
     while (r->ndocs < max_docs && (d = dest->q.head) != NULL) {
         if (r->ndocs > 0 && raw.len + d->lines_len > io->flush.flush_bytes)
@@ -647,7 +764,8 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
         r->docs[r->ndocs++] = esbulk__queue_pop(&dest->q);
     }
     if (r->ndocs == 0) {
-        esbulk__buf_free(&raw);
+        buf_give(io, &raw);
+        buf_give(io, &r->resp);
         req_free(r);
         return ESBULK_ERR_NOMEM;
     }
@@ -658,7 +776,7 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
             r->body = raw;
             esbulk__buf_init(&raw, 0);
         } else {
-            esbulk__buf_free(&raw);
+            buf_give(io, &raw);
             r->headers = curl_slist_append(r->headers, "Content-Encoding: gzip");
         }
     } else {
@@ -834,17 +952,7 @@ static void complete(esbulk_t *eb, io_t *io, req_t *r, CURLcode rc, int64_t now)
                 esbulk__doc_t *d = docs[i];
 
                 d->status = it->status;
-                free(d->r_index);
-                d->r_index = it->index;
-                it->index = NULL;
-                free(d->r_result);
-                d->r_result = it->result;
-                it->result = NULL;
-                if (d->id == NULL) {
-                    free(d->r_id);
-                    d->r_id = it->id;
-                    it->id = NULL;
-                }
+                doc_take_item(d, it);
                 d->seq_no = it->seq_no;
                 d->primary_term = it->primary_term;
                 d->version = it->version;
@@ -923,6 +1031,8 @@ static void read_completions(esbulk_t *eb, io_t *io, int64_t now)
         if (r->next) r->next->prev = r->prev;
         complete(eb, io, r, msg->data.result, now);
         r->ndocs = 0;
+        buf_give(io, &r->body);
+        buf_give(io, &r->resp);
         req_free(r);
     }
 }
@@ -1083,6 +1193,9 @@ static void io_free(io_t *io)
     if (io->multi != NULL)
         curl_multi_cleanup(io->multi);
     free(io->bulk_path);
+    free(io->shard_dest);
+    while (io->nspare > 0)
+        esbulk__buf_free(&io->spare[--io->nspare]);
     free(io);
 }
 
@@ -1175,9 +1288,15 @@ esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size)
     io->recheck_ms = esbulk__conf_int(conf, ESBULK__C_NODE_RECHECK_MS);
     io->retry_cluster_block = (int)esbulk__conf_int(conf, ESBULK__C_RETRY_ON_CLUSTER_BLOCK);
     esbulk__buf_init(&path, 4096);
-    if (esbulk__buf_adds(&path, "/_bulk?filter_path=items.*._index,items.*._id,items.*.status,"
-                                "items.*.result,items.*._seq_no,items.*._primary_term,"
-                                "items.*._version,items.*.error.type,items.*.error.reason,"
+    /* Only what the results show. With result.failures_only the successes
+     * are never shown: status and result (a delete's "not_found") say which
+     * item succeeded, and a failure needs only its error. */
+    if (esbulk__buf_adds(&path, esbulk__conf_int(conf, ESBULK__C_RESULT_FAILURES_ONLY)
+                                    ? "/_bulk?filter_path=items.*.status,items.*.result,"
+                                    : "/_bulk?filter_path=items.*._index,items.*._id,"
+                                      "items.*.status,items.*.result,items.*._seq_no,"
+                                      "items.*._primary_term,items.*._version,") != ESBULK_OK ||
+        esbulk__buf_adds(&path, "items.*.error.type,items.*.error.reason,"
                                 "items.*.error.caused_by.type,items.*.error.caused_by.reason,"
                                 "error.type,error.reason,status") != ESBULK_OK)
         goto nomem;

@@ -7,11 +7,37 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
+/* The first byte of s that JSON must escape, or len. */
+static size_t plain_prefix(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c < 0x20 || c == '"' || c == '\\')
+            break;
+    }
+    return i;
+}
+
 esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
 {
     size_t i, start = 0;
     esbulk_err_t err;
 
+    if (plain_prefix(s, len) == len) {
+        /* the usual case: nothing to escape, one copy */
+        if ((err = esbulk__buf_reserve(buf, len + 2)) != ESBULK_OK)
+            return err;
+        buf->data[buf->len] = '"';
+        if (len > 0)
+            memcpy(buf->data + buf->len + 1, s, len);
+        buf->data[buf->len + 1 + len] = '"';
+        buf->len += len + 2;
+        buf->data[buf->len] = '\0';
+        return ESBULK_OK;
+    }
     if ((err = esbulk__buf_addc(buf, '"')) != ESBULK_OK)
         return err;
     for (i = 0; i < len; i++) {

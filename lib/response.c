@@ -236,11 +236,17 @@ static void items_free(esbulk__resp_t *out)
 {
     size_t i;
 
-    for (i = 0; i < out->nitems; i++)
+    for (i = 0; i < out->nitems; i++) {
+        if (out->arena != NULL) /* index, id and result are in the arena */
+            out->items[i].index = out->items[i].id = out->items[i].result = NULL;
         item_free(&out->items[i]);
+    }
     free(out->items);
+    free(out->arena);
     out->items = NULL;
     out->nitems = 0;
+    out->arena = NULL;
+    out->arena_len = out->arena_cap = 0;
 }
 
 /* The class of a parsed item; is_delete: its operation is "delete". */
@@ -693,6 +699,19 @@ static char *span_dup(const span_t *sp)
     return p;
 }
 
+/* A decoded copy of sp in the response's arena (sized for the whole body:
+ * a decoded string is never longer than its escaped form). */
+static char *span_arena(esbulk__resp_t *out, const span_t *sp)
+{
+    char *p;
+
+    if (out->arena_cap - out->arena_len < sp->n + 1)
+        return NULL;
+    p = out->arena + out->arena_len;
+    out->arena_len += unescape(sp, p) + 1;
+    return p;
+}
+
 /* As span_dup, capped as dup_capped caps. */
 static char *span_dup_capped(const span_t *sp)
 {
@@ -1052,7 +1071,8 @@ static int read_op(scan_t *s, fast_item_t *f)
 
 /* The item at s->p into item (zeroed); on -1 item may hold strings for the
  * caller to free. */
-static int read_item(scan_t *s, int retry_cluster_block, esbulk__item_t *item)
+static int read_item(scan_t *s, int retry_cluster_block, esbulk__resp_t *out,
+                     esbulk__item_t *item)
 {
     fast_item_t f;
     span_t key, op = {NULL, 0, 0}, others[4];
@@ -1090,9 +1110,9 @@ static int read_item(scan_t *s, int retry_cluster_block, esbulk__item_t *item)
     item->seq_no = f.seq_no;
     item->primary_term = f.primary_term;
     item->version = f.version;
-    if ((f.index.p != NULL && (item->index = span_dup(&f.index)) == NULL) ||
-        (f.id.p != NULL && (item->id = span_dup(&f.id)) == NULL) ||
-        (f.result.p != NULL && (item->result = span_dup(&f.result)) == NULL))
+    if ((f.index.p != NULL && (item->index = span_arena(out, &f.index)) == NULL) ||
+        (f.id.p != NULL && (item->id = span_arena(out, &f.id)) == NULL) ||
+        (f.result.p != NULL && (item->result = span_arena(out, &f.result)) == NULL))
         return -1;
     has_error = f.error != ERR_NONE;
     if (f.error == ERR_STRING || f.error == ERR_OBJECT) {
@@ -1150,6 +1170,11 @@ static int fast_items(const char *body, size_t body_len, size_t expected_items,
             if (out->items == NULL)
                 goto bail;
             out->nitems = expected_items;
+            /* the strings kept: at most the body's bytes, and a NUL each */
+            out->arena_cap = body_len + 3 * expected_items;
+            out->arena = malloc(out->arena_cap);
+            if (out->arena == NULL)
+                goto bail;
         }
         ws(&s);
         if (peek(&s) == ']') {
@@ -1159,7 +1184,7 @@ static int fast_items(const char *body, size_t body_len, size_t expected_items,
         do {
             if (n == expected_items)
                 goto bail; /* too many */
-            if (read_item(&s, retry_cluster_block, &out->items[n++]) != 0)
+            if (read_item(&s, retry_cluster_block, out, &out->items[n++]) != 0)
                 goto bail;
         } while ((r = next_element(&s)) == 1);
         if (r < 0)

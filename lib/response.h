@@ -30,7 +30,8 @@ typedef enum { ESBULK__ITEM_OK = 0, ESBULK__ITEM_RETRY, ESBULK__ITEM_FAIL } esbu
 typedef struct {
     esbulk__item_class_t klass;
     int32_t status;              /* item status */
-    char *index, *id, *result;   /* malloc'ed, NULL when absent */
+    char *index, *id, *result;   /* NULL when absent; owned by the response (its arena
+                                    or their own allocations): copy what is kept */
     char *error_type, *error_reason; /* malloc'ed, NULL when no error (or absent from it) */
     int64_t seq_no, primary_term, version; /* -1 when absent */
 } esbulk__item_t;
@@ -49,6 +50,9 @@ typedef struct {
                                     is never NULL; error_type may be. Both NULL when OK. */
     esbulk__item_t *items;       /* expected_items entries when klass == OK, else NULL */
     size_t nitems;
+    char *arena;                 /* non-NULL: every item's index, id and result live here
+                                    (one allocation for all; the single-pass reader) */
+    size_t arena_len, arena_cap;
 } esbulk__resp_t;
 
 /* Parses one _bulk answer: http_status, and body[0..body_len) (not
