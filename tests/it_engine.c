@@ -361,19 +361,21 @@ static void on_stats(esbulk_t *eb, const char *json, size_t len, void *opaque)
     json_decref(j);
 }
 
-/* result.failures_only: only the failures reach the callback; the periodic
- * statistics callback runs on the polling thread. */
+/* result.failures_only: only the failures reach the callback, with the
+ * server's status and reason although the server is asked for less; deletes
+ * of missing ids still count as done; the periodic statistics callback runs
+ * on the polling thread. */
 static void failures_only_and_stats(void)
 {
     const char *index = "it-eng-failonly";
-    size_t n = 3000, i, calls = 0, bad_ok = 0;
+    size_t n = 3000, ndel = 50, i, calls = 0, bad_ok = 0;
     char id[32], body[64], errstr[256];
     esbulk_conf_t *conf = esbulk_conf_new();
     esbulk_t *eb;
     int64_t t0;
 
     fresh_index(index, "{\"properties\":{\"n\":{\"type\":\"integer\"}}}");
-    seen_reset(n);
+    seen_reset(n + ndel);
     esbulk_conf_set(conf, "urls", base_url, NULL, 0);
     esbulk_conf_set(conf, "result.failures_only", "true", NULL, 0);
     esbulk_conf_set(conf, "stats.interval.ms", "100", NULL, 0);
@@ -388,18 +390,38 @@ static void failures_only_and_stats(void)
         snprintf(body, sizeof(body), i % 100 == 0 ? "{\"n\":\"bad\"}" : "{\"n\":%zu}", i);
         add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
     }
+    for (i = 0; i < ndel; i++) {
+        snprintf(id, sizeof(id), "missing%zu", i);
+        add_or_die(eb, ESBULK_OP_DELETE, index, id, NULL, NULL, n + i);
+    }
     check(esbulk_flush(eb, 60000) == ESBULK_OK && esbulk_pending(eb) == 0,
           "failures_only: flush returns with nothing pending");
+    {
+        char *sj = esbulk_stats_json(eb);
+        json_t *st = sj ? json_loads(sj, 0, NULL) : NULL;
+
+        check(stat(st, "indexed") == (long)(n - n / 100 + ndel) &&
+                  stat(st, "failed") == (long)(n / 100),
+              "failures_only: stats count %ld done (%zu indexed + %zu deletes of missing ids) "
+              "and %ld failed", stat(st, "indexed"), n - n / 100, ndel, stat(st, "failed"));
+        json_decref(st);
+        esbulk_free(sj);
+    }
     t0 = mono_ms();
     while (mono_ms() - t0 < 450)
         esbulk_poll(eb, 100);
     esbulk_destroy(eb);
     for (i = 0; i < n; i++) {
         calls += (size_t)seen[i].results;
-        bad_ok += i % 100 == 0 && seen[i].results == 1 && seen[i].outcome == ESBULK_OUTCOME_FAILED;
+        bad_ok += i % 100 == 0 && seen[i].results == 1 && seen[i].outcome == ESBULK_OUTCOME_FAILED &&
+                  seen[i].status == 400 && strstr(seen[i].error_type, "parsing") != NULL &&
+                  seen[i].reason[0] != '\0';
     }
+    for (i = n; i < n + ndel; i++)
+        calls += (size_t)seen[i].results;
     check(calls == n / 100 && bad_ok == n / 100,
-          "result.failures_only: %zu callbacks, for exactly the %zu failures", calls, n / 100);
+          "result.failures_only: %zu callbacks, for exactly the %zu failures (status 400, a "
+          "parsing error and its reason)", calls, n / 100);
     check(count_of(index) == (long)(n - n / 100), "failures_only: the others were indexed");
     check(stats_calls >= 3 && stats_bad == 0,
           "stats.interval.ms=100: %d statistics callbacks, on the polling thread, valid JSON",
