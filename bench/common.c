@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +291,18 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     res->wall_s = bench_now_s() - t0;
     res->cpu_s = bench_cpu_s() - c0;
     res->stats = esbulk_stats_json(eb);
+    for (i = 0; i < opts->nsets; i++) {
+        /* result.failures_only: successes are counted by the library, not
+         * served; take its count of them */
+        if (strcmp(opts->sets[i], "result.failures_only=true") == 0 && res->stats != NULL) {
+            json_t *st = json_loads(res->stats, 0, NULL);
+            json_t *v = json_object_get(st, "indexed");
+
+            if (json_is_integer(v) && json_integer_value(v) >= 0)
+                res->indexed = (uint64_t)json_integer_value(v);
+            json_decref(st);
+        }
+    }
     esbulk_destroy(eb);
     return 0;
 fail_conf:

@@ -47,6 +47,9 @@ Contenders (a missing program is listed as missing, the rest still run)
   esbulk-shard     libesbulk routing.level=shard
   esbulk-off       libesbulk routing.level=off: the "direct bulk" baseline,
                    each request to the next node in turn
+  esbulk-node-fo   libesbulk node routing with result.failures_only=true: the
+                   server writes only each item's status and errors (as the
+                   limit program asks), successes are counted, not served
   esbulk-node-none libesbulk node routing with id.generate=none (noid only:
                    such documents are not routed)
   os-py-parallel   opensearch-py helpers.parallel_bulk  (bench/peers/os_py.py)
@@ -128,7 +131,7 @@ MAPPINGS = {
 
 # name -> (family, description)
 CONTENDERS = [
-    "esbulk-node", "esbulk-shard", "esbulk-off", "esbulk-node-none",
+    "esbulk-node", "esbulk-node-fo", "esbulk-shard", "esbulk-off", "esbulk-node-none",
     "os-py-parallel", "os-py-streaming", "os-go", "limit",
 ]
 BASELINE = "esbulk-off"
@@ -379,11 +382,13 @@ def contender_cmd(env, name, index, path, ids, sets=()):
         if not env.have("esbulk_bench"):
             return None
         level = {"esbulk-node": "node", "esbulk-shard": "shard", "esbulk-off": "off",
-                 "esbulk-node-none": "node"}[name]
+                 "esbulk-node-none": "node", "esbulk-node-fo": "node"}[name]
         s = ["routing.level=" + level, "flush.docs=%d" % a.batch,
              "max.inflight.per.node=%d" % a.inflight]
         if name == "esbulk-node-none":
             s.append("id.generate=none")
+        if name == "esbulk-node-fo":
+            s.append("result.failures_only=true")
         s += list(sets)
         cmd = [env.bin["esbulk_bench"], "--url", SEED_URL, "--index", index, "--file", path] + ida
         for kv in s:
