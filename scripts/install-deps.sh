@@ -10,7 +10,10 @@
 set -euo pipefail
 
 what=${1:-all}
-build_pkgs=(gcc clang make autoconf automake libtool pkg-config
+# clang's sanitizer runtimes (make check-sanitizers) come in a package of
+# their own, named after clang's major version: 14 on Debian 12.
+clang_major=$(apt-cache depends clang 2>/dev/null | sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+build_pkgs=(gcc clang "libclang-rt-${clang_major:-14}-dev" make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev check)
 test_pkgs=(valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl util-linux)
 
