@@ -36,10 +36,13 @@ Faults (checked in this order; a request gets at most one):
                        cut to half their bytes, Content-Length adjusted
 --tls CERT KEY         serve HTTPS with that certificate chain and key (PEM)
 --log FILE             append one line per request:
-                       METHOD PATH BODY_BYTES STATUS FAULT
+                       METHOD PATH BODY_BYTES STATUS FAULT ACCEPT_ENCODING
                        (STATUS 0 when no answer was sent; FAULT is one of
                        forwarded, auth, max-body, forbid, fail-first, fail-every,
-                       drop, garbage, bad-request)
+                       drop, garbage, bad-request; ACCEPT_ENCODING is the
+                       request's header without blanks, "-" when absent. The
+                       header itself is not passed on: answers are never
+                       compressed)
 
 Only loopback addresses are accepted for --upstream and the listener.
 """
@@ -156,12 +159,13 @@ def main():
     state = {"bulk": 0, "skipped": 0, "dropped": 0, "garbled": 0}
     log_file = open(args.log, "a", buffering=1) if args.log else None
 
-    def log(method, path, nbytes, status, fault):
+    def log(method, path, nbytes, status, fault, headers=None):
         if log_file is None:
             return
+        ae = (headers.get("Accept-Encoding") if headers is not None else None) or "-"
         with lock:
-            log_file.write("%s %s %d %d %s\n" % (method, path.replace(" ", "%20"), nbytes,
-                                                 status, fault))
+            log_file.write("%s %s %d %d %s %s\n" % (method, path.replace(" ", "%20"), nbytes,
+                                                    status, fault, "".join(ae.split()) or "-"))
 
     def bulk_fault():
         """The fault for a _bulk request: None or one of the names below."""
@@ -249,7 +253,7 @@ def main():
             if args.unreachable_nodes and path.startswith("/_nodes"):
                 data = re.sub(rb'"publish_address"\s*:\s*"[^"]*"',
                               b'"publish_address":"127.0.0.1:1"', data)
-            log(self.command, path, nbytes, r.status, fault or "forwarded")
+            log(self.command, path, nbytes, r.status, fault or "forwarded", self.headers)
             self.reply(r.status, data, ctype)
 
         def read_chunked(self):

@@ -226,6 +226,7 @@ typedef struct {
     long bytes;
     int status;
     char fault[32];
+    char accept_encoding[128]; /* "-": the request had none */
 } logline_t;
 
 static logline_t *bulk_log(size_t *n)
@@ -239,11 +240,12 @@ static logline_t *bulk_log(size_t *n)
     if (f == NULL)
         die("cannot read the proxy log %s", proxy_log);
     while (fgets(line, sizeof(line), f) != NULL) {
-        char method[16], path[4096], fault[32];
+        char method[16], path[4096], fault[32], ae[128] = "-";
         long bytes;
         int status;
 
-        if (sscanf(line, "%15s %4095s %ld %d %31s", method, path, &bytes, &status, fault) != 5 ||
+        if (sscanf(line, "%15s %4095s %ld %d %31s %127s", method, path, &bytes, &status, fault,
+                   ae) < 5 ||
             strstr(path, "_bulk") == NULL)
             continue;
         if (*n == cap) {
@@ -255,6 +257,7 @@ static logline_t *bulk_log(size_t *n)
         out[*n].bytes = bytes;
         out[*n].status = status;
         snprintf(out[*n].fault, sizeof(out[*n].fault), "%s", fault);
+        snprintf(out[*n].accept_encoding, sizeof(out[*n].accept_encoding), "%s", ae);
         (*n)++;
     }
     fclose(f);
@@ -691,6 +694,54 @@ static void mode_garbage(void)
 }
 
 /* ------------------------------------------------------------------------- */
+/* encoding: bulk requests ask for compressed answers only with
+ * compression=gzip (the server compresses whatever the client accepts). */
+
+static void mode_encoding(void)
+{
+    const char *index = "it-faults-encoding";
+    const char *kv_none[] = {"routing.level", "off", "flush.docs", "100", NULL};
+    const char *kv_gzip[] = {"routing.level", "off", "flush.docs", "100", "compression", "gzip",
+                             NULL};
+    size_t n = 300, i, nlog, plain = 0, gz = 0, round;
+    char id[32], body[64];
+    logline_t *l;
+    esbulk_t *eb;
+    tally_t t;
+
+    fresh_index(index, 3);
+    seen_reset(2 * n);
+    for (round = 0; round < 2; round++) {
+        eb = handle(round == 0 ? kv_none : kv_gzip);
+        for (i = 0; i < n; i++) {
+            snprintf(id, sizeof(id), "e%zu-%zu", round, i);
+            snprintf(body, sizeof(body), "{\"n\":%zu}", i);
+            add_or_die(eb, ESBULK_OP_INDEX, index, id, body, round * n + i);
+        }
+        check(esbulk_flush(eb, 30000) == ESBULK_OK, "encoding: flush %zu returned in time",
+              round + 1);
+        esbulk_destroy(eb);
+        l = bulk_log(&nlog);
+        for (i = 0; i < nlog; i++) {
+            if (round == 0)
+                plain += strcmp(l[i].accept_encoding, "-") == 0;
+            else
+                gz += strstr(l[i].accept_encoding, "gzip") != NULL;
+        }
+        check(nlog == (round + 1) * (n / 100), "encoding: %zu bulk requests seen, %zu expected",
+              nlog, (round + 1) * (n / 100));
+        free(l);
+    }
+    t = tally(0, 2 * n);
+    check(t.not_once == 0 && t.indexed == 2 * n, "encoding: all %zu documents indexed once",
+          2 * n);
+    check(plain == n / 100, "encoding: compression=none: %zu of %zu bulk requests without "
+          "Accept-Encoding", plain, n / 100);
+    check(gz == n / 100, "encoding: compression=gzip: %zu of %zu bulk requests accept gzip", gz,
+          n / 100);
+}
+
+/* ------------------------------------------------------------------------- */
 /* auth: the proxy wants one Authorization header. */
 
 #define SECRET "s3cr3t"
@@ -926,6 +977,8 @@ int main(int argc, char **argv)
         mode_dropped_reused();
     else if (strcmp(mode, "garbage") == 0)
         mode_garbage();
+    else if (strcmp(mode, "encoding") == 0)
+        mode_encoding();
     else if (strcmp(mode, "auth") == 0 && arg != NULL)
         mode_auth(arg);
     else if (strcmp(mode, "tls") == 0 && arg != NULL)
