@@ -76,8 +76,9 @@ and peak RSS (ru_maxrss) from os.wait4; snapshot again; refresh, _count (a
 contender that loses documents is reported as such; noid may also duplicate)
 and delete the index. docs/s uses the contender's own "seconds" (the timed
 part: libesbulk, the limit and os-go read the file into memory before the
-clock starts, os-py reads it as it goes, as loading scripts do). One untimed
-warm-up load runs first (not in --quick).
+clock starts, os-py reads it as it goes, as loading scripts do). Untimed
+warm-up loads run first, 1M documents with ids and 1M without (not in
+--quick): the server's JIT needs them.
 
 Report
 ------
@@ -559,17 +560,40 @@ def summarize(runs, key=("label", "shape", "ids")):
             "lost": sum(r["lost"] for r in rs), "extra": sum(r["extra"] for r in rs),
             "errors": sum(1 for r in rs if r["rc"] != 0),
             "busy_runs": sum(1 for r in rs if busy(r)),
+            "rounds_docs_per_s": [r["docs_per_s"] for r in sorted(rs, key=lambda r: r["round"])],
         })
         rows.append(row)
     by = {(r["label"], r["shape"], r["ids"]): r for r in rows}
+    # the same round's runs, for paired ratios: rounds are interleaved, so a
+    # ratio within one round cancels most of what the shared machine does
+    by_round = {(r["label"], r["shape"], r["ids"], r["round"]): r for r in runs}
     for r in rows:
         for ref, field in ((BASELINE, "vs_baseline"), ("limit", "vs_limit")):
             b = by.get((ref, r["shape"], r["ids"]))
-            r[field] = r["docs_per_s_median"] / b["docs_per_s_median"] if b else None
+            r[field + "_of_medians"] = (r["docs_per_s_median"] / b["docs_per_s_median"]
+                                        if b else None)
+            pairs = []
+            for x in runs:
+                if tuple(x[k] for k in key) != tuple(r[k] for k in key):
+                    continue
+                y = by_round.get((ref, x["shape"], x["ids"], x["round"]))
+                if y is not None and y["docs_per_s"] > 0:
+                    pairs.append(x["docs_per_s"] / y["docs_per_s"])
+            r[field + "_rounds"] = pairs
+            r[field] = statistics.median(pairs) if pairs else r[field + "_of_medians"]
     order = {c: i for i, c in enumerate(CONTENDERS)}
     rows.sort(key=lambda r: (r["shape"] != "gateway", r["shape"], r["ids"],
                              order.get(r["label"], 99), r["label"]))
     return rows
+
+
+LEGEND = (
+    "(docs/s: median over rounds; x base: vs esbulk-off, x limit: vs limit, each the median of\n"
+    " the per-round ratios (same round, shape and id mode: rounds are interleaved, so the pair\n"
+    " shares the machine's state); cli/srv cpu/M: client / cluster CPU seconds per million docs;\n"
+    " xport: inter-node transport bytes sent per doc; rej: write rejections[/parent circuit-breaker\n"
+    " trips]; lost: documents missing after refresh, ! = a run failed;\n"
+    " * = the cluster indexed other documents during a run: another user, figures disturbed)")
 
 
 def fmt(v, f="%.2f"):
@@ -615,8 +639,16 @@ def targets(rows, micro):
         tag = " (gateway, %s)" % ids
 
         def ratio(other):
+            # the median of the per-round ratios (summarize), as the table shows
+            if other == BASELINE:
+                return r["vs_baseline"]
+            if other == "limit":
+                return r["vs_limit"]
             o = by.get((other, "gateway", ids))
-            return r["docs_per_s_median"] / o["docs_per_s_median"] if o else None
+            if o is None:
+                return None
+            pairs = [a / b for a, b in zip(r["rounds_docs_per_s"], o["rounds_docs_per_s"]) if b > 0]
+            return statistics.median(pairs) if pairs else None
         v = ratio(BASELINE)
         line("routed >= 1.3x baseline docs/s" + tag, v, v is not None and v >= 1.3)
         b = by.get((BASELINE, "gateway", ids))
@@ -747,6 +779,8 @@ def parse_args(argv):
     ap.add_argument("--no-warmup", action="store_true")
     ap.add_argument("--no-setup", action="store_true", help="do not run bench/setup.sh")
     ap.add_argument("--no-micro", action="store_true")
+    ap.add_argument("--report", metavar="RESULTS_JSON",
+                    help="only print the table, targets and chart of an earlier run's results.json")
     a = ap.parse_args(argv)
     a.builddir = os.path.abspath(a.builddir)
     if a.out is None:
@@ -769,9 +803,10 @@ def parse_args(argv):
     return a
 
 
-# Default data size: each contender's run lasts >= ~20 s here (3 nodes, 2
-# cores: the cluster indexes ~15-25k docs/s of the gateway shape).
-DEFAULT_DOCS = 500000
+# Default data size: each contender's run lasts about 20 s or more here (3
+# nodes, 2 cores: the cluster indexes ~35-55k docs/s of the gateway shape with
+# the full JIT, the fastest contender included).
+DEFAULT_DOCS = 1000000
 
 
 def plan(a):
@@ -795,6 +830,21 @@ def plan(a):
     return out
 
 
+# Untimed documents loaded before the first recorded run, with ids and again
+# without: the node JVMs' C2 JIT needs tens of seconds of full load before
+# the indexing path is compiled (with 150k documents, round 1 still ran up to
+# 2x slower than rounds 2 and 3).
+WARMUP_DOCS = 1000000
+
+
+def warm_up(env, pids, c, shape, ids, path, ndocs):
+    done = 0
+    while done < WARMUP_DOCS:
+        log("bench: warm-up (%s, %s, %d docs, not recorded)" % (c, "ids" if ids else "noid", ndocs))
+        one_run(env, pids, c, shape, ids, path, ndocs, 0)
+        done += ndocs
+
+
 def sweep_plan():
     """[(label, sets, ids)]: the node-routing variants and the baseline."""
     v = []
@@ -811,9 +861,67 @@ def sweep_plan():
     return v
 
 
+def sweep_summary(runs):
+    """The sweep's rows: x base is, for each run, the ratio to the baseline
+    run nearest to it in time with the same id mode (baselines come every four
+    variants), the median of those over rounds."""
+    rows = summarize(runs)
+    near = {}
+    for i, r in enumerate(runs):
+        if r["contender"] == BASELINE or r["docs_per_s"] <= 0:
+            continue
+        js = [j for j, b in enumerate(runs) if b["contender"] == BASELINE and b["ids"] == r["ids"]
+              and b["docs_per_s"] > 0]
+        if js:
+            j = min(js, key=lambda j: abs(j - i))
+            near.setdefault((r["label"], r["ids"]), []).append(r["docs_per_s"] / runs[j]["docs_per_s"])
+    base = {}
+    for ids in ("ids", "noid"):
+        v = [r["docs_per_s"] for r in runs if r["contender"] == BASELINE and r["ids"] == ids]
+        if v:
+            base[ids] = statistics.median(v)
+    for r in rows:
+        pairs = near.get((r["label"], r["ids"]))
+        if pairs:
+            r["vs_baseline"] = statistics.median(pairs)
+            r["vs_baseline_rounds"] = pairs
+        else:
+            r["vs_baseline"] = r["docs_per_s_median"] / base[r["ids"]] if r["ids"] in base else None
+        r["vs_limit"] = None
+    first = {}
+    for i, r in enumerate(runs):
+        first.setdefault(r["label"], i)
+    rows.sort(key=lambda r: (not r["label"].startswith("baseline"), first[r["label"]]))
+    return rows
+
+
+def report_only(a):
+    """--report FILE: the table, targets and chart again from a results.json
+    (its raw runs), with no cluster and nothing run."""
+    with open(a.report) as f:
+        doc = json.load(f)
+    runs, micro = doc.get("runs") or [], doc.get("micro")
+    if doc.get("kind") == "sweep":
+        rows = sweep_summary(runs)
+        print(table(rows, "libesbulk sweep (from %s)" % a.report))
+        print(LEGEND)
+        return 0
+    rows = summarize(runs)
+    tg = targets(rows, micro)
+    title = "libesbulk benchmark (from %s)" % a.report
+    print(table(rows, title))
+    print(LEGEND)
+    for t in tg:
+        print(t["line"])
+    chart(rows, os.path.join(os.path.dirname(os.path.abspath(a.report)), "results.png"), title)
+    return 0
+
+
 def main(argv):
     a = parse_args(argv)
     python = setup_and_reexec(a)
+    if a.report:
+        return report_only(a)
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     env = Env(a, a.builddir, python)
     env.have_py = have_opensearchpy(python)
@@ -841,28 +949,18 @@ def main(argv):
         items.append(("baseline esbulk-off", BASELINE, [], True))
         items.append(("baseline esbulk-off noid", BASELINE, [], False))
         if not a.no_warmup and not a.quick:
-            wn = min(a.docs, 150000)
             for ids in (True, False):
-                log("bench: warm-up (%s, %d docs, not recorded)" % (BASELINE, wn))
-                one_run(env, pids, BASELINE, "gateway", ids, data_file(a.out, "gateway", wn), wn, 0)
+                warm_up(env, pids, BASELINE, "gateway", ids, files["gateway"], a.docs)
         runs = []
         for rnd in range(1, a.rounds + 1):
             for label, c, sets, ids in items:
                 rec = one_run(env, pids, c, "gateway", ids, files["gateway"], a.docs, rnd, sets, label)
                 runs.append(rec)
                 log("bench: " + describe(rec))
-        rows = summarize(runs)
-        base = {ids: statistics.median(r["docs_per_s"] for r in runs if r["contender"] == BASELINE
-                                       and r["ids"] == ids) for ids in ("ids", "noid")}
-        for r in rows:
-            r["vs_baseline"] = r["docs_per_s_median"] / base[r["ids"]]
-            r["vs_limit"] = None
-        first = {}
-        for i, r in enumerate(runs):
-            first.setdefault(r["label"], i)
-        rows.sort(key=lambda r: (not r["label"].startswith("baseline"), first[r["label"]]))
+        rows = sweep_summary(runs)
         print(table(rows, "libesbulk sweep: node routing, gateway shape, %d docs, %d rounds "
-                          "(x base = vs esbulk-off defaults, same id mode)" % (a.docs, a.rounds)))
+                          "(x base = vs the nearest esbulk-off run, same id mode; median over rounds)"
+                          % (a.docs, a.rounds)))
         doc = {"kind": "sweep", "config": config_doc(a), "rows": rows, "runs": runs}
         with open(os.path.join(a.out, "sweep.json"), "w") as f:
             json.dump(doc, f, indent=1)
@@ -884,14 +982,9 @@ def main(argv):
         raise SystemExit("bench: no contender can run")
 
     if not a.no_warmup and not a.quick:
-        # the JVMs' JIT (C2 on --cluster own) needs a few hundred thousand
-        # documents: two untimed loads, with and without ids
-        wn = min(a.docs, 150000)
         for want_ids in (True, False):
             c, shape, ids = next(((c, s, i) for c, s, i in items if i == want_ids), items[0])
-            wpath = data_file(a.out, shape, wn)
-            log("bench: warm-up (%s, %s, %d docs, not recorded)" % (c, "ids" if ids else "noid", wn))
-            one_run(env, pids, c, shape, ids, wpath, wn, 0)
+            warm_up(env, pids, c, shape, ids, files[shape], a.docs)
 
     runs = []
     for rnd in range(1, a.rounds + 1):
@@ -907,10 +1000,7 @@ def main(argv):
     title = "libesbulk benchmark: %d docs per set, %d round(s), batch %d, %d in flight (%d nodes x %d)" % (
         a.docs, a.rounds, a.batch, a.nodes * a.inflight, a.nodes, a.inflight)
     print(table(rows, title))
-    print("(docs/s: median over rounds; x base: vs esbulk-off, x limit: vs limit, same shape and id mode;\n"
-          " cli/srv cpu/M: client / cluster CPU seconds per million docs; xport: inter-node transport bytes\n"
-          " sent per doc; rej: write rejections[/parent circuit-breaker trips]; lost: documents missing after refresh, ! = a run failed;\n"
-          " * = the cluster indexed other documents during a run: another user, figures disturbed)")
+    print(LEGEND)
     if missing:
         print("missing contenders: " + ", ".join("%s (%s)" % kv for kv in missing.items()))
     if micro is not None:
