@@ -7,10 +7,12 @@ Usage
     bench/run.py [--quick] [--rounds N] [--docs N] [--out DIR]
                  [--contenders PATTERN,...] [--shapes gateway,orders]
                  [--ids ids|noid|both] [--batch N] [--inflight K] [--sweep]
+                 [--profile] [--report RESULTS_JSON]
 
-    make bench         # full run   (bench/run.py --out BUILDDIR/bench-out)
+    make bench         # full run   (bench/run.py --cluster own)
     make bench-quick   # --quick: ~20k docs, 1 round, in about a minute (CI)
     make bench-sweep   # --sweep: the libesbulk parameter sweep
+    make bench-profile # --profile: where the server's CPU goes (JFR), node vs off
 
 Cluster: --cluster shared (default) uses the 3-node OpenSearch 2.19 test
 cluster on 127.0.0.1:19200-19202 (tests/cluster/ensure.sh opensearch starts it
@@ -19,7 +21,7 @@ if needed; left running). That cluster also holds every test's indices in
 its parent circuit breaker answers 429, and other users' indexing lands in
 the server figures (flagged per run). --cluster own starts a cluster for the
 benchmark alone (same scripts, 3 nodes on 19240-19242, --heap per node,
-default 1g, full JIT, data under OUT/cluster) and stops it at the end
+default 2g, full JIT, data under OUT/cluster) and stops it at the end
 (--keep-cluster leaves it running for the next run).
 
 It first runs bench/setup.sh (a venv with opensearch-py and matplotlib under
@@ -80,6 +82,12 @@ clock starts, os-py reads it as it goes, as loading scripts do). Untimed
 warm-up loads run first, 1M documents with ids and 1M without (not in
 --quick): the server's JIT needs them.
 
+--profile records every run with Java Flight Recorder on the node JVMs
+(jcmd JFR.start settings=profile / JFR.stop; OUT/profile/*.jfr) and counts
+the CPU samples by the thread pool that ran them (write pool, transport I/O,
+HTTP I/O, merges, refresh/flush, other) and by top frame: where the server
+spends its CPU with routing and without it.
+
 Report
 ------
 On stdout and in OUT/results.json: per contender, shape and id mode the
@@ -90,8 +98,9 @@ PNG chart OUT/results.png (docs/s, server CPU per million docs); bench/micro's
 client-only figures when it exists; then the issue's targets, one line each,
 "met" or "not met" (reported, never asserted). --sweep varies libesbulk's
 flush.docs, flush.bytes, max.inflight.per.node, id.generate and compression
-with node routing, interleaved with the esbulk-off baseline, and writes
-OUT/sweep.json. Nothing here fails on speed: the exit status is 1 only when
+with node routing, interleaved with the esbulk-off baseline (a baseline run
+every four variants), and writes OUT/sweep.json; there --contenders picks
+variants by label ("flush.docs=*,inflight=*"). Nothing here fails on speed: the exit status is 1 only when
 libesbulk or the limit program failed or lost documents, and never in
 --quick; every run's raw figures and the contender's own JSON line are kept
 in the JSON file, its stdout/stderr in OUT/logs/.
@@ -254,12 +263,13 @@ def proc_cpu(pid):
 def node_stats(metric, nodes):
     """_nodes/stats/METRIC with every node answering (a busy node may be left
     out of an answer: that would make the sums jump)."""
-    for _ in range(20):
-        r = http("GET", "/_nodes/stats/" + metric)
+    # up to a minute: a node in a long garbage collection answers late
+    for _ in range(120):
+        r = http("GET", "/_nodes/stats/" + metric + "?timeout=30s")
         if len(r["nodes"]) >= nodes and not r.get("_nodes", {}).get("failed"):
             return r["nodes"].values()
         time.sleep(0.5)
-    raise RuntimeError("_nodes/stats/%s: not every node answered" % metric)
+    raise RuntimeError("_nodes/stats/%s: not every node answered within a minute" % metric)
 
 
 def snapshot(pids):
@@ -472,10 +482,12 @@ def one_run(env, pids, name, shape, ids, path, ndocs, round_no, sets=(), label=N
     try:
         time.sleep(a.settle)
         pids = node_pids()
+        jfrs = jfr_start(a, pids, index) if a.profile and round_no > 0 else {}
         before = snapshot(pids)
         logpath = os.path.join(a.out, "logs", index)
         rc, wall, ccpu, rss, so, se = spawn_measured(cmd, a.timeout, logpath)
         after = snapshot(pids)
+        jfr_stop(pids, jfrs)
         restarted = node_pids() != pids or any(math.isnan(v) for v in after["cpu"].values())
         http("POST", "/%s/_refresh" % index)
         count = http("GET", "/%s/_count" % index)["count"]
@@ -506,9 +518,117 @@ def one_run(env, pids, name, shape, ids, path, ndocs, round_no, sets=(), label=N
         "count": count, "lost": max(0, ndocs - count), "extra": max(0, count - ndocs),
         "failed": res.get("failed"), "result": res,
     })
+    if jfrs:
+        rec["jfr"] = jfrs
     if rc != 0:
         rec["stderr_tail"] = se
     return rec
+
+
+# ------------------------------------------------------------- profiles ----
+# --profile: a Java Flight Recorder recording on every node JVM for each run
+# (jcmd JFR.start settings=profile ... JFR.stop), then the CPU samples
+# (jdk.ExecutionSample, jdk.NativeMethodSample) counted by the thread pool
+# that ran them: where the server spends its CPU, with and without the
+# forwarding hop.
+
+JFR_NAME = "esbulk-bench"
+THREAD_KINDS = [
+    ("write pool: bulk shard operations (parse, map, Lucene, translog)", ("[write]",)),
+    ("transport I/O (node to node: forwarded bulks and their answers)", ("[transport_worker]",)),
+    ("HTTP I/O (client requests and answers)", ("[http_server_worker]",)),
+    ("merges", ("Lucene Merge Thread",)),
+    ("refresh and flush", ("[refresh]", "[flush]")),
+]
+
+
+def jfr_start(a, pids, index):
+    out = {}
+    d = os.path.join(a.out, "profile")
+    os.makedirs(d, exist_ok=True)
+    for name, pid in pids.items():
+        f = os.path.join(d, "%s-%s.jfr" % (index, name))
+        r = subprocess.run(["jcmd", str(pid), "JFR.start", "name=" + JFR_NAME, "settings=profile",
+                            "filename=" + f], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode == 0:
+            out[name] = f
+        else:
+            log("bench: JFR.start on %s failed: %s" % (name, r.stdout.strip()[-200:]))
+    return out
+
+
+def jfr_stop(pids, jfrs):
+    for name in jfrs:
+        subprocess.run(["jcmd", str(pids[name]), "JFR.stop", "name=" + JFR_NAME],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def jfr_samples(path):
+    """[(thread name, top frame)] of the CPU samples in one recording."""
+    r = subprocess.run(["jfr", "print", "--events", "jdk.ExecutionSample,jdk.NativeMethodSample",
+                        "--stack-depth", "1", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       text=True)
+    out, thread, want_frame = [], None, False
+    for line in r.stdout.splitlines():
+        t = line.strip()
+        if t.startswith("sampledThread = "):
+            thread = t[len("sampledThread = "):].split(" (javaThreadId", 1)[0].strip('"')
+        elif t.startswith("stackTrace = ["):
+            want_frame = True
+        elif want_frame:
+            out.append((thread or "?", t.split(" line:", 1)[0]))
+            want_frame = False
+    return out
+
+
+def profile_summary(runs):
+    """Per profiled run: the share of CPU samples per thread kind and the top
+    frames, and each share times the run's server CPU per million documents."""
+    out = []
+    for rec in runs:
+        if not rec.get("jfr"):
+            continue
+        samples = []
+        for f in rec["jfr"].values():
+            samples += jfr_samples(f)
+        n = len(samples) or 1
+        kinds, frames = {}, {}
+        for thread, frame in samples:
+            kind = next((k for k, pats in THREAD_KINDS if any(p in thread for p in pats)), "other")
+            kinds[kind] = kinds.get(kind, 0) + 1
+            frames[frame] = frames.get(frame, 0) + 1
+        cpu_m = rec["server_cpu_s"] / rec["docs_expected"] * 1e6
+        out.append({
+            "label": rec["label"], "shape": rec["shape"], "ids": rec["ids"], "round": rec["round"],
+            "samples": len(samples), "server_cpu_s_per_mdoc": cpu_m,
+            "kinds": {k: {"share": v / n, "cpu_s_per_mdoc": v / n * cpu_m}
+                      for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+            "top_frames": [{"frame": k, "share": v / n}
+                           for k, v in sorted(frames.items(), key=lambda kv: -kv[1])[:12]],
+        })
+    return out
+
+
+def profile_table(prof):
+    lines = ["server CPU by thread kind (JFR samples; s per million docs = share x the run's server CPU)"]
+    for p in prof:
+        lines.append("%s %s %s r%d: %d samples, %.1f s server CPU per million docs" % (
+            p["label"], p["shape"], p["ids"], p["round"], p["samples"], p["server_cpu_s_per_mdoc"]))
+        for k, v in p["kinds"].items():
+            lines.append("  %5.1f%%  %5.1f s/M  %s" % (v["share"] * 100, v["cpu_s_per_mdoc"], k))
+        lines.append("  top frames: " + "; ".join("%s %.1f%%" % (f["frame"], f["share"] * 100)
+                                                  for f in p["top_frames"][:6]))
+    return "\n".join(lines)
+
+
+def guarded_run(env, pids, name, shape, ids, path, ndocs, round_no, sets=(), label=None):
+    """one_run, or None (logged, left out of the figures) when the cluster's
+    statistics could not be read around it."""
+    try:
+        return one_run(env, pids, name, shape, ids, path, ndocs, round_no, sets, label)
+    except RuntimeError as e:
+        log("bench: %s %s r%d left out: %s" % (label or name, shape, round_no, e))
+        return None
 
 
 def describe(rec):
@@ -771,7 +891,9 @@ def parse_args(argv):
     ap.add_argument("--sweep", action="store_true", help="sweep libesbulk's settings instead")
     ap.add_argument("--cluster", choices=("shared", "own"), default="shared",
                     help="shared: the test cluster on 19200 (default); own: start one on 19240 for the run")
-    ap.add_argument("--heap", default="1g", help="--cluster own: heap per node (default 1g)")
+    ap.add_argument("--heap", default="2g",
+                    help="--cluster own: heap per node (default 2g: with 1g, the parent circuit breaker "
+                         "tripped and a node stopped answering statistics during 1M-document runs)")
     ap.add_argument("--java-opts", default="", help="--cluster own: extra JVM flags")
     ap.add_argument("--keep-cluster", action="store_true", help="--cluster own: leave it running")
     ap.add_argument("--settle", type=float, help="seconds of quiet before each run")
@@ -779,6 +901,10 @@ def parse_args(argv):
     ap.add_argument("--no-warmup", action="store_true")
     ap.add_argument("--no-setup", action="store_true", help="do not run bench/setup.sh")
     ap.add_argument("--no-micro", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="record each run with Java Flight Recorder on the node JVMs and report where "
+                         "the server's CPU goes, per thread pool (default contenders: esbulk-node,esbulk-off, "
+                         "gateway shape with ids, 1 round)")
     ap.add_argument("--report", metavar="RESULTS_JSON",
                     help="only print the table, targets and chart of an earlier run's results.json")
     a = ap.parse_args(argv)
@@ -786,6 +912,17 @@ def parse_args(argv):
     if a.out is None:
         a.out = os.path.join(a.builddir, "bench-out")
     a.out = os.path.abspath(a.out)
+    if a.profile:
+        if a.contenders is None:
+            a.contenders = "esbulk-node,esbulk-off"
+        if a.ids is None:
+            a.ids = "ids"
+        if a.shapes is None:
+            a.shapes = "gateway"
+        if a.rounds is None:
+            a.rounds = 1
+        if a.docs is None:
+            a.docs = 500000
     if a.rounds is None:
         a.rounds = 1 if a.quick else (2 if a.sweep else 3)
     if a.docs is None:
@@ -942,6 +1079,13 @@ def main(argv):
             raise SystemExit("bench: --sweep needs bench/esbulk_bench in %s (make bench-programs)" % a.builddir)
         items = []
         variants = sweep_plan()
+        if a.contenders:
+            # --contenders picks variants by label here ("flush.docs=*,inflight=*")
+            pats = [p for p in a.contenders.split(",") if p]
+            variants = [v for v in variants if any(fnmatch.fnmatch(v[0], p) for p in pats)]
+            if not variants:
+                raise SystemExit("bench: no sweep variant matches %s; known: %s" % (
+                    a.contenders, ", ".join(v[0] for v in sweep_plan())))
         for i, (label, sets, ids) in enumerate(variants):
             if i % 4 == 0:
                 items.append(("baseline esbulk-off", BASELINE, [], True))
@@ -954,7 +1098,9 @@ def main(argv):
         runs = []
         for rnd in range(1, a.rounds + 1):
             for label, c, sets, ids in items:
-                rec = one_run(env, pids, c, "gateway", ids, files["gateway"], a.docs, rnd, sets, label)
+                rec = guarded_run(env, pids, c, "gateway", ids, files["gateway"], a.docs, rnd, sets, label)
+                if rec is None:
+                    continue
                 runs.append(rec)
                 log("bench: " + describe(rec))
         rows = sweep_summary(runs)
@@ -989,7 +1135,9 @@ def main(argv):
     runs = []
     for rnd in range(1, a.rounds + 1):
         for c, shape, ids in items:
-            rec = one_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
+            rec = guarded_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
+            if rec is None:
+                continue
             runs.append(rec)
             log("bench: " + describe(rec))
         write_results(a, runs, None, None, missing, t_start, partial=True)
@@ -1014,8 +1162,11 @@ def main(argv):
             print("bench/micro: " + json.dumps(micro))
     for t in tg:
         print(t["line"])
+    prof = profile_summary(runs) if a.profile else None
+    if prof:
+        print(profile_table(prof))
     ok_chart = chart(rows, os.path.join(a.out, "results.png"), title)
-    write_results(a, runs, rows, tg, missing, t_start, micro=micro)
+    write_results(a, runs, rows, tg, missing, t_start, micro=micro, profile=prof)
     log("bench: wrote %s%s (%.0f s)" % (os.path.join(a.out, "results.json"),
                                          " and results.png" if ok_chart else "", time.time() - t_start))
     return exit_status(a, runs)
@@ -1043,9 +1194,11 @@ def config_doc(a):
             "cluster_at_start": getattr(a, "cluster_state", None)}
 
 
-def write_results(a, runs, rows, tg, missing, t_start, micro=None, partial=False):
+def write_results(a, runs, rows, tg, missing, t_start, micro=None, partial=False, profile=None):
     doc = {"kind": "bench", "partial": partial, "started": t_start, "config": config_doc(a),
            "missing": missing, "rows": rows, "targets": tg, "micro": micro, "runs": runs}
+    if profile is not None:
+        doc["profile"] = profile
     tmp = os.path.join(a.out, "results.json.tmp")
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
