@@ -745,7 +745,8 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
     buf_take(io, &raw, (size_t)-1);
     buf_take(io, &r->resp, eb->http.response_max_bytes);
     {
-        /* the body's size first: one allocation at most */
+        /* documents up to flush.docs and, past the first, flush.bytes:
+         * counted first, so that the body is allocated once */
         size_t n = 0, bytes = 0;
 
         for (d = dest->q.head; d != NULL && n < max_docs; d = d->next, n++) {
@@ -753,15 +754,10 @@ static esbulk_err_t send_batch(esbulk_t *eb, io_t *io, dest_t *dest, target_t *t
                 break;
             bytes += d->lines_len;
         }
-        (void)esbulk__buf_reserve(&raw, bytes); /* on failure the adds below tell */
-    }
-    /* documents up to flush.docs and, past the first, flush.bytes */
-    while (r->ndocs < max_docs && (d = dest->q.head) != NULL) {
-        if (r->ndocs > 0 && raw.len + d->lines_len > io->flush.flush_bytes)
-            break;
-        if (esbulk__buf_add(&raw, d->lines, d->lines_len) != ESBULK_OK)
-            break;
-        r->docs[r->ndocs++] = esbulk__queue_pop(&dest->q);
+        if (esbulk__buf_reserve(&raw, bytes) == ESBULK_OK)
+            while (r->ndocs < n && esbulk__buf_add(&raw, dest->q.head->lines,
+                                                   dest->q.head->lines_len) == ESBULK_OK)
+                r->docs[r->ndocs++] = esbulk__queue_pop(&dest->q);
     }
     if (r->ndocs == 0) {
         buf_give(io, &raw);

@@ -23,10 +23,10 @@ static size_t plain_prefix(const char *s, size_t len)
 
 esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
 {
-    size_t i, start = 0;
+    size_t i = plain_prefix(s, len), start = 0;
     esbulk_err_t err;
 
-    if (plain_prefix(s, len) == len) {
+    if (i == len) {
         /* the usual case: nothing to escape, one copy */
         if ((err = esbulk__buf_reserve(buf, len + 2)) != ESBULK_OK)
             return err;
@@ -40,7 +40,7 @@ esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
     }
     if ((err = esbulk__buf_addc(buf, '"')) != ESBULK_OK)
         return err;
-    for (i = 0; i < len; i++) {
+    for (; i < len; i++) { /* from the first byte to escape: the prefix is plain */
         unsigned char c = (unsigned char)s[i];
         char esc[7];
         size_t n = 2;
