@@ -228,7 +228,7 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     char msg[512];
     double t0, c0;
     size_t i;
-    int shown_add = 0;
+    int shown_add = 0, failures_only = 0;
 
     memset(res, 0, sizeof(*res));
     memset(&counts, 0, sizeof(counts));
@@ -250,6 +250,8 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     for (i = 0; i < opts->nsets; i++)
         if (conf_set_kv(conf, opts->sets[i], errstr, errstr_size) != 0)
             goto fail_conf;
+    if (esbulk_conf_get(conf, "result.failures_only", msg, sizeof(msg), NULL) == ESBULK_OK)
+        failures_only = !strcmp(msg, "true") || !strcmp(msg, "1") || !strcmp(msg, "yes");
     esbulk_conf_set_log_cb(conf, on_log);
     esbulk_conf_set_result_cb(conf, on_result);
     esbulk_conf_set_opaque(conf, &counts);
@@ -291,17 +293,15 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     res->wall_s = bench_now_s() - t0;
     res->cpu_s = bench_cpu_s() - c0;
     res->stats = esbulk_stats_json(eb);
-    for (i = 0; i < opts->nsets; i++) {
+    if (failures_only && res->stats != NULL) {
         /* result.failures_only: successes are counted by the library, not
          * served; take its count of them */
-        if (strcmp(opts->sets[i], "result.failures_only=true") == 0 && res->stats != NULL) {
-            json_t *st = json_loads(res->stats, 0, NULL);
-            json_t *v = json_object_get(st, "indexed");
+        json_t *st = json_loads(res->stats, 0, NULL);
+        json_t *v = json_object_get(st, "indexed");
 
-            if (json_is_integer(v) && json_integer_value(v) >= 0)
-                res->indexed = (uint64_t)json_integer_value(v);
-            json_decref(st);
-        }
+        if (json_is_integer(v) && json_integer_value(v) >= 0)
+            res->indexed = (uint64_t)json_integer_value(v);
+        json_decref(st);
     }
     esbulk_destroy(eb);
     return 0;
