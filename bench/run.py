@@ -60,9 +60,9 @@ Contenders (a missing program is listed as missing, the rest still run)
   os-go            opensearch-go opensearchutil.BulkIndexer (bench/peers/os_go)
   limit            bench/limit: the input pre-built in memory as pre-routed
                    per-node bulk bodies, only sent: the most a client can get
-Same batch for all: --batch documents per request (default 1000; os-go's
-FlushBytes is computed from the average item size so that its requests carry
-that many on average). Same concurrency for all: --inflight requests per node
+Same batch for all: --batch documents per request (default 5000, libesbulk's
+flush.docs; os-go's FlushBytes is computed from the average item size so
+that its requests carry that many on average). Same concurrency for all: --inflight requests per node
 (default 2) for libesbulk and the limit, i.e. nodes x inflight = 6 in-flight
 requests in all, which is thread_count for parallel_bulk and NumWorkers for
 BulkIndexer. The peers get every node's URL and spread requests over them.
@@ -146,6 +146,8 @@ CONTENDERS = [
 ]
 BASELINE = "esbulk-off"
 ROUTED = "esbulk-node"
+# the cores this harness, its contenders and the cluster share (cpu_fit)
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def log(msg):
@@ -682,6 +684,13 @@ def summarize(runs, key=("label", "shape", "ids")):
             "busy_runs": sum(1 for r in rs if busy(r)),
             "rounds_docs_per_s": [r["docs_per_s"] for r in sorted(rs, key=lambda r: r["round"])],
         })
+        # when client and cluster share this machine's cores and keep them
+        # busy, docs/s is cores / (client + server CPU per doc): cpu_fit near 1
+        # says the run was CPU-bound, so only CPU per document can raise it
+        cpu = row["client_cpu_s_per_mdoc"] + row["server_cpu_s_per_mdoc"]
+        row["cpu_bound_docs_per_s"] = CORES * 1e6 / cpu if cpu > 0 else None
+        row["cpu_fit"] = (row["docs_per_s_median"] / row["cpu_bound_docs_per_s"]
+                          if row["cpu_bound_docs_per_s"] else None)
         rows.append(row)
     by = {(r["label"], r["shape"], r["ids"]): r for r in rows}
     # the same round's runs, for paired ratios: rounds are interleaved, so a
@@ -711,6 +720,8 @@ LEGEND = (
     "(docs/s: median over rounds; x base: vs esbulk-off, x limit: vs limit, each the median of\n"
     " the per-round ratios (same round, shape and id mode: rounds are interleaved, so the pair\n"
     " shares the machine's state); cli/srv cpu/M: client / cluster CPU seconds per million docs;\n"
+    " cpu fit: docs/s over cores / (cli + srv CPU per doc), near 1.00 when the run kept every core\n"
+    " busy (then only less CPU per document can make it faster);\n"
     " xport: inter-node transport bytes sent per doc; rej: write rejections[/parent circuit-breaker\n"
     " trips]; lost: documents missing after refresh, ! = a run failed;\n"
     " * = the cluster indexed other documents during a run: another user, figures disturbed)")
@@ -722,8 +733,8 @@ def fmt(v, f="%.2f"):
 
 def table(rows, title):
     hdr = ("contender", "shape", "ids", "docs/s med", "min", "max", "x base", "x limit",
-           "cli cpu/M", "srv cpu/M", "xport B/doc", "rej", "rss MB", "lost")
-    w = (17, 7, 4, 10, 8, 8, 6, 7, 9, 9, 11, 7, 7, 6)
+           "cli cpu/M", "srv cpu/M", "cpu fit", "xport B/doc", "rej", "rss MB", "lost")
+    w = (17, 7, 4, 10, 8, 8, 6, 7, 9, 9, 7, 11, 7, 7, 6)
     lines = [title, " ".join(h.rjust(x) if i > 2 else h.ljust(x) for i, (h, x) in enumerate(zip(hdr, w)))]
     for r in rows:
         cells = (r["label"], r["shape"], r["ids"], "%.0f" % r["docs_per_s_median"],
@@ -731,6 +742,7 @@ def table(rows, title):
                  fmt(r["vs_baseline"]), fmt(r["vs_limit"]),
                  "%.1f" % r["client_cpu_s_per_mdoc"],
                  "%.1f%s" % (r["server_cpu_s_per_mdoc"], "*" if r["busy_runs"] else ""),
+                 fmt(r.get("cpu_fit")),
                  "%.0f" % r["transport_bytes_per_doc"],
                  "%d" % r["write_rejected"] + ("/%d" % r["breaker_tripped"] if r["breaker_tripped"] else ""),
                  "%.0f" % r["client_maxrss_mb"],
@@ -886,7 +898,8 @@ def parse_args(argv):
     ap.add_argument("--shapes", help="comma-separated: gateway,orders")
     ap.add_argument("--ids", choices=("ids", "noid", "both"),
                     help="id modes (default: gateway both, orders ids)")
-    ap.add_argument("--batch", type=int, default=1000, help="documents per bulk request (all)")
+    ap.add_argument("--batch", type=int, default=5000,
+                    help="documents per bulk request (all; default: libesbulk's flush.docs)")
     ap.add_argument("--inflight", type=int, default=2, help="in-flight requests per node (all: x nodes)")
     ap.add_argument("--sweep", action="store_true", help="sweep libesbulk's settings instead")
     ap.add_argument("--cluster", choices=("shared", "own"), default="shared",

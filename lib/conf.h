@@ -29,7 +29,7 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(LOG_LEVEL, "log.level", INT, "6", 0, 7, NULL, 0)                                   \
     X(ROUTING_LEVEL, "routing.level", ENUM, "node", 0, 0, "node|shard|off", 0)           \
     X(FLUSH_BYTES, "flush.bytes", INT, "5242880", 1024, 1073741824, NULL, 0)             \
-    X(FLUSH_DOCS, "flush.docs", INT, "1000", 1, 1000000, NULL, 0)                        \
+    X(FLUSH_DOCS, "flush.docs", INT, "5000", 1, 1000000, NULL, 0)                        \
     X(FLUSH_INTERVAL_MS, "flush.interval.ms", INT, "1000", 1, 3600000, NULL, 0)          \
     X(MAX_INFLIGHT_PER_NODE, "max.inflight.per.node", INT, "2", 1, 64, NULL, 0)          \
     X(BUFFER_MAX_BYTES, "buffer.max.bytes", INT, "268435456", 65536, 1099511627776, NULL, 0) \
