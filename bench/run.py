@@ -1008,6 +1008,10 @@ def sweep_plan():
         v.append(("id.generate=%s" % g, ["id.generate=%s" % g], False))
     for c in ("none", "gzip"):
         v.append(("compression=%s" % c, ["compression=%s" % c], True))
+    # how much the client holds: its working set shares the caches with the
+    # node JVMs on the same cores
+    for m in (16, 64, 256):
+        v.append(("buffer.max.bytes=%dM" % m, ["buffer.max.bytes=%d" % (m << 20)], True))
     return v
 
 
@@ -1193,8 +1197,25 @@ def exit_status(a, runs):
     for r in bad:
         log("bench: problem: " + describe(r) + ("\n  " + r["stderr_tail"].strip()[-400:].replace("\n", "\n  ")
                                                if r.get("stderr_tail") else ""))
-    ours = [r for r in bad if r["contender"].startswith("esbulk-") or r["contender"] == "limit"]
+    ours = [r for r in bad if (r["contender"].startswith("esbulk-") or r["contender"] == "limit")
+            and not reported_loss(r)]
+    for r in bad:
+        if reported_loss(r):
+            log("bench: finding, not a failure: %s: the %d missing documents were each reported "
+                "failed or possibly indexed (the cluster refused them until the retries ran out)"
+                % (r["label"], r["lost"]))
     return 1 if ours and not a.quick else 0
+
+
+def reported_loss(r):
+    """A libesbulk run that lost documents but reported every one of them
+    (FAILED or POSSIBLY, exit status 1, nothing indexed twice): the
+    library's promise is a result for every document, not that an overloaded
+    cluster takes them all."""
+    res = r.get("result") if isinstance(r.get("result"), dict) else {}
+    told = (res.get("failed") or 0) + (res.get("possibly") or 0)
+    return (r["contender"].startswith("esbulk-") and r["rc"] == 1 and not r["extra"]
+            and 0 < r["lost"] <= told and res.get("not_added", 0) == 0)
 
 
 def config_doc(a):
