@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the shape of a _bulk answer costs the server.
 
-    bench/answer_cost.py [--url http://127.0.0.1:19240] [--file DATA] [--docs 1000]
+    bench/answer_cost.py [--url http://127.0.0.1:19240] [--file DATA] [--docs 5000]
                          [--rounds 30]
 
 The same kind of request (DOCS documents without _id, so that no version
@@ -11,10 +11,11 @@ the node JVMs' CPU time (utime+stime from /proc/<pid>/stat, pids from
 _nodes/process: the cluster must run on this machine) before and after, and
 its wall time. Shapes: the filter_path libesbulk asks for, the shorter one
 it asks for with result.failures_only=true, the limit program's
-(errors,items.*.error), none at all (the full answer), and the full answer
+(errors,items.*.error: positions are lost, successes are left out), the
+status alone, none at all (the full answer), and the full answer
 gzip-compressed by the server (Accept-Encoding: gzip). Prints, per shape, the
 median server CPU milliseconds and wall milliseconds per request and the
-answer's bytes. One JSON line at the end. Bounded: ROUNDS x 5 requests.
+answer's bytes. One JSON line at the end. Bounded: ROUNDS x 6 requests.
 """
 import argparse
 import gzip
@@ -34,6 +35,7 @@ FAILURES_ONLY = ("items.*.status,items.*.result,items.*.error.type,items.*.error
 SHAPES = [
     ("libesbulk (full results)", "/_bulk?filter_path=" + FULL, False),
     ("libesbulk result.failures_only", "/_bulk?filter_path=" + FAILURES_ONLY, False),
+    ("status only (items.*.status)", "/_bulk?filter_path=items.*.status", False),
     ("limit program", "/_bulk?filter_path=errors,items.*.error", False),
     ("no filter_path", "/_bulk", False),
     ("no filter_path, gzip answer", "/_bulk", True),
@@ -60,7 +62,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--url", default="http://127.0.0.1:19240")
     ap.add_argument("--file", help="one JSON document per line (default: generated)")
-    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--docs", type=int, default=5000, help="per request (default: flush.docs)")
     ap.add_argument("--rounds", type=int, default=30)
     a = ap.parse_args(argv)
     host = a.url.split("//", 1)[1].split(":", 1)[0]

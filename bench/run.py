@@ -304,10 +304,17 @@ def cluster_condition():
             "breaker_tripped": sum(n["breakers"]["parent"]["tripped"] for n in jvm)}
 
 
+# index.refresh_interval of each run's index; None keeps the server's
+# default (1s), as the gateway test did. --refresh-interval -1 is the usual
+# bulk-load setting: no segment per second, so far less merging.
+REFRESH_INTERVAL = None
+
+
 def create_index(name, shape):
-    http("PUT", "/" + name, {
-        "settings": {"index": {"number_of_shards": 6, "number_of_replicas": 0}},
-        "mappings": MAPPINGS[shape]})
+    index = {"number_of_shards": 6, "number_of_replicas": 0}
+    if REFRESH_INTERVAL is not None:
+        index["refresh_interval"] = REFRESH_INTERVAL
+    http("PUT", "/" + name, {"settings": {"index": index}, "mappings": MAPPINGS[shape]})
     http("GET", "/_cluster/health/%s?wait_for_status=green&timeout=60s" % name)
 
 
@@ -918,6 +925,9 @@ def parse_args(argv):
                          "tripped and a node stopped answering statistics during 1M-document runs)")
     ap.add_argument("--java-opts", default="", help="--cluster own: extra JVM flags")
     ap.add_argument("--keep-cluster", action="store_true", help="--cluster own: leave it running")
+    ap.add_argument("--refresh-interval", metavar="T",
+                    help="index.refresh_interval of every run's index (default: the server's, 1s; "
+                         "-1: no periodic refresh, the usual bulk-load setting)")
     ap.add_argument("--settle", type=float, help="seconds of quiet before each run")
     ap.add_argument("--timeout", type=float, help="seconds allowed per run")
     ap.add_argument("--no-warmup", action="store_true")
@@ -1081,7 +1091,9 @@ def report_only(a):
 
 
 def main(argv):
+    global REFRESH_INTERVAL
     a = parse_args(argv)
+    REFRESH_INTERVAL = a.refresh_interval
     python = setup_and_reexec(a)
     if a.report:
         return report_only(a)
@@ -1234,6 +1246,7 @@ def config_doc(a):
             "python": platform.python_version(), "builddir": a.builddir,
             "cluster": a.cluster, "seed_url": SEED_URL,
             "heap": a.heap if a.cluster == "own" else "512m (test cluster)",
+            "refresh_interval": a.refresh_interval or "server default (1s)",
             "cluster_at_start": getattr(a, "cluster_state", None)}
 
 
