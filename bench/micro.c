@@ -46,7 +46,7 @@
 #define SHARDS 6
 #define ROUTING_SHARDS 768
 #define NODES 3
-#define FLUSH_DOCS 1000
+#define FLUSH_DOCS 5000 /* libesbulk's default flush.docs */
 #define SINK_PORT_FIRST 19280
 #define SINK_PORT_LAST 19289
 #define SINK_START_MS 5000
