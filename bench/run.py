@@ -844,7 +844,8 @@ def chart(rows, path, title):
     for r in rows:
         c = r["label"]
         colors.append("#1f77b4" if c == ROUTED else "#6baed6" if c.startswith("esbulk-node") or c == "esbulk-shard"
-                      else "#7f7f7f" if c == BASELINE else "#2ca02c" if c == "limit"
+                      else "#7f7f7f" if c == BASELINE else "#bdbdbd" if c.startswith(BASELINE)
+                      else "#2ca02c" if c == "limit"
                       else "#ff7f0e" if c.startswith("os-py") else "#d62728" if c == "os-go" else "#9467bd")
     x = range(len(rows))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(8, 0.75 * len(rows) + 2), 9), sharex=True)
