@@ -71,7 +71,10 @@ BulkIndexer. The peers get every node's URL and spread requests over them.
 
 Per run
 -------
-Rounds are interleaved (A B C ... A B C ...). Each run: a fresh index (6
+Rounds are interleaved (A B C ... B C A ...): each round runs the blocks of
+one shape and id mode in turn, the contenders of a block rotated from round to
+round so that none is always first after the switch of shape, and (not in
+--quick) an untimed 200k-document load of the block's shape goes first. Each run: a fresh index (6
 shards, 0 replicas, the shape's mapping), wait for green; snapshot the node
 JVMs' CPU time (utime+stime from /proc/<pid>/stat; pids from _nodes/process),
 _nodes/stats/transport rx/tx bytes and the write pool's rejected count; run
@@ -1020,6 +1023,27 @@ def warm_up(env, pids, c, shape, ids, path, ndocs):
         done += ndocs
 
 
+# untimed documents before each (shape, id mode) block of a round
+BLOCK_WARMUP_DOCS = 200000
+
+
+def round_blocks(items, rnd, rounds):
+    """The round's runs as blocks of one shape and id mode, in plan order;
+    inside a block the contenders are rotated from round to round (by about
+    n / rounds places), so that no contender always runs first or last."""
+    blocks = []
+    for it in items:
+        if blocks and blocks[-1][0][1:] == it[1:]:
+            blocks[-1].append(it)
+        else:
+            blocks.append([it])
+    out = []
+    for b in blocks:
+        k = ((rnd - 1) * -(-len(b) // max(rounds, 1))) % len(b)
+        out.append(b[k:] + b[:k])
+    return out
+
+
 def sweep_plan():
     """[(label, sets, ids)]: the node-routing variants and the baseline."""
     v = []
@@ -1181,12 +1205,22 @@ def main(argv):
 
     runs = []
     for rnd in range(1, a.rounds + 1):
-        for c, shape, ids in items:
-            rec = guarded_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
-            if rec is None:
-                continue
-            runs.append(rec)
-            log("bench: " + describe(rec))
+        for block in round_blocks(items, rnd, a.rounds):
+            c0, shape, ids = block[0]
+            if not a.no_warmup and not a.quick:
+                # untimed: the JIT re-adapts after the other shape's block,
+                # and the block's first run paid for it (10-25% slower than
+                # the same work second in the block, in session 3's runs)
+                log("bench: block warm-up (%s, %s, %d docs, not recorded)" % (
+                    shape, "ids" if ids else "noid", min(a.docs, BLOCK_WARMUP_DOCS)))
+                one_run(env, pids, BASELINE if any(c == BASELINE for c, _, _ in block) else c0,
+                        shape, ids, files[shape], min(a.docs, BLOCK_WARMUP_DOCS), 0)
+            for c, shape, ids in block:
+                rec = guarded_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
+                if rec is None:
+                    continue
+                runs.append(rec)
+                log("bench: " + describe(rec))
         write_results(a, runs, None, None, missing, t_start, partial=True)
 
     micro = None if a.no_micro else run_micro(env)
