@@ -787,16 +787,19 @@ def targets(rows, micro):
             continue
         tag = " (gateway, %s)" % ids
 
-        def ratio(other):
+        def ratio(other, mine=ROUTED):
             # the median of the per-round ratios (summarize), as the table shows
-            if other == BASELINE:
-                return r["vs_baseline"]
-            if other == "limit":
-                return r["vs_limit"]
+            me = by.get((mine, "gateway", ids))
+            if me is None:
+                return None
+            if mine == ROUTED and other == BASELINE:
+                return me["vs_baseline"]
+            if mine == ROUTED and other == "limit":
+                return me["vs_limit"]
             o = by.get((other, "gateway", ids))
             if o is None:
                 return None
-            pairs = [a / b for a, b in zip(r["rounds_docs_per_s"], o["rounds_docs_per_s"]) if b > 0]
+            pairs = [a / b for a, b in zip(me["rounds_docs_per_s"], o["rounds_docs_per_s"]) if b > 0]
             return statistics.median(pairs) if pairs else None
         v = ratio(BASELINE)
         line("routed >= 1.3x baseline docs/s" + tag, v, v is not None and v >= 1.3)
@@ -805,10 +808,8 @@ def targets(rows, micro):
             v = r["server_cpu_s_per_mdoc"] / b["server_cpu_s_per_mdoc"]
             line("routed server CPU/doc < baseline" + tag, v, v < 1.0)
         # the same comparison when both ask for the short answer
-        fo, fb = by.get(("esbulk-node-fo", "gateway", ids)), by.get(("esbulk-off-fo", "gateway", ids))
-        if fo and fb:
-            pairs = [x / y for x, y in zip(fo["rounds_docs_per_s"], fb["rounds_docs_per_s"]) if y > 0]
-            v = statistics.median(pairs) if pairs else None
+        v = ratio("esbulk-off-fo", mine="esbulk-node-fo")
+        if v is not None:
             line("routed >= 1.3x baseline docs/s, both result.failures_only" + tag, v,
                  v is not None and v >= 1.3)
         v = ratio("os-py-parallel")
@@ -1213,8 +1214,8 @@ def main(argv):
                 # the same work second in the block, in session 3's runs)
                 log("bench: block warm-up (%s, %s, %d docs, not recorded)" % (
                     shape, "ids" if ids else "noid", min(a.docs, BLOCK_WARMUP_DOCS)))
-                one_run(env, pids, BASELINE if any(c == BASELINE for c, _, _ in block) else c0,
-                        shape, ids, files[shape], min(a.docs, BLOCK_WARMUP_DOCS), 0)
+                guarded_run(env, pids, BASELINE if any(c == BASELINE for c, _, _ in block) else c0,
+                            shape, ids, files[shape], min(a.docs, BLOCK_WARMUP_DOCS), 0)
             for c, shape, ids in block:
                 rec = guarded_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
                 if rec is None:
