@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "ndjson.h"
+#include "http.h"
 #include "topology.h"
 
 #include <curl/curl.h>

@@ -1,5 +1,9 @@
-/* Document queues and the flush decision: plain code over plain data. */
-#include "engine.h"
+/* Document queues, outcomes and the flush decision: plain code over plain
+ * data. */
+#include "core.h"
+#include "doc.h"
+
+#include <stdlib.h>
 
 void esbulk__queue_push(esbulk__queue_t *q, esbulk__doc_t *d)
 {
@@ -50,6 +54,47 @@ void esbulk__queue_prepend(esbulk__queue_t *dst, esbulk__queue_t *src)
     dst->bytes += src->bytes;
     src->head = src->tail = NULL;
     src->count = src->bytes = 0;
+}
+
+void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src)
+{
+    if (src->head == NULL)
+        return;
+    if (dst->tail != NULL)
+        dst->tail->next = src->head;
+    else
+        dst->head = src->head;
+    dst->tail = src->tail;
+    dst->count += src->count;
+    dst->bytes += src->bytes;
+    src->head = src->tail = NULL;
+    src->count = src->bytes = 0;
+}
+
+void esbulk__doc_free(esbulk__doc_t *d)
+{
+    if (d == NULL)
+        return;
+    /* index, id and routing live in d's own allocation */
+    free(d->lines);
+    free(d->r_index);
+    free(d->r_id);
+    free(d->r_result_own);
+    free(d->r_error_type);
+    free(d->r_error_reason);
+    free(d);
+}
+
+void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
+                             int32_t status, const char *error_type, const char *reason)
+{
+    d->outcome = outcome;
+    d->err = err;
+    d->status = status;
+    free(d->r_error_type);
+    free(d->r_error_reason);
+    d->r_error_type = error_type ? esbulk__strdup(error_type) : NULL;
+    d->r_error_reason = reason ? esbulk__strdup(reason) : NULL;
 }
 
 int esbulk__should_flush(const esbulk__flush_policy_t *p, size_t count, size_t bytes,

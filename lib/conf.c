@@ -54,6 +54,27 @@ static int enum_index(const char *enums, const char *value)
     return -1;
 }
 
+const char *esbulk__conf_enum_name(esbulk__cid_t id, int v)
+{
+    static _Thread_local char name[64];
+    const char *p;
+    int i = 0;
+
+    if ((int)id < 0 || id >= ESBULK__C__COUNT || props[id].type != ESBULK__CT_ENUM || v < 0)
+        return NULL;
+    for (p = props[id].enums; p != NULL; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL, i++) {
+        if (i == v) {
+            size_t n = strchr(p, '|') ? (size_t)(strchr(p, '|') - p) : strlen(p);
+            if (n >= sizeof(name))
+                return NULL;
+            memcpy(name, p, n);
+            name[n] = '\0';
+            return name;
+        }
+    }
+    return NULL;
+}
+
 static esbulk_err_t parse_value(const prop_t *prop, const char *value, int64_t *num,
                                 char *errstr, size_t errstr_size)
 {

@@ -50,11 +50,25 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(STATS_INTERVAL_MS, "stats.interval.ms", INT, "0", 0, 86400000, NULL, 0)            \
     X(NODE_RECHECK_MS, "node.recheck.ms", INT, "2000", 100, 3600000, NULL, 0)            \
     X(BULK_PIPELINE, "bulk.pipeline", STR, "", 0, 0, NULL, 0)                            \
-    X(BULK_REFRESH, "bulk.refresh", ENUM, "false", 0, 0, "false|true|wait_for", 0)
+    X(BULK_REFRESH, "bulk.refresh", ENUM, "false", 0, 0, "false|true|wait_for", 0)    \
+    X(TOPOLOGY_IDLE_MS, "topology.idle.ms", INT, "300000", 100, 86400000, NULL, 0)     \
+    X(TOPOLOGY_WAIT_MS, "topology.wait.ms", INT, "2000", 0, 3600000, NULL, 0)
 
 #define ESBULK__CONF_ENUM_ID(ID, key, type, def, min, max, enums, secret) ESBULK__C_##ID,
 typedef enum { ESBULK__CONF_PROPS(ESBULK__CONF_ENUM_ID) ESBULK__C__COUNT } esbulk__cid_t;
 #undef ESBULK__CONF_ENUM_ID
+
+/* The values of the ENUM keys, in the order of their "a|b|c" lists above
+ * (check_conf checks that every name sits at its constant's position). */
+typedef enum { ESBULK__ROUTING_NODE = 0, ESBULK__ROUTING_SHARD, ESBULK__ROUTING_OFF } esbulk__routing_level_t;
+typedef enum { ESBULK__IDGEN_NONE = 0, ESBULK__IDGEN_TIME, ESBULK__IDGEN_CONTENT } esbulk__idgen_t;
+typedef enum { ESBULK__COMPRESS_NONE = 0, ESBULK__COMPRESS_GZIP } esbulk__compression_t;
+typedef enum { ESBULK__ORDER_NONE = 0, ESBULK__ORDER_PER_ID } esbulk__ordering_t;
+typedef enum {
+    ESBULK__REFRESH_FALSE = 0,
+    ESBULK__REFRESH_TRUE,
+    ESBULK__REFRESH_WAIT_FOR
+} esbulk__bulk_refresh_t;
 
 struct esbulk_conf_s {
     char *str[ESBULK__C__COUNT];   /* the value as set (or the default) */
@@ -68,6 +82,10 @@ struct esbulk_conf_s {
 
 const char *esbulk__conf_str(const esbulk_conf_t *conf, esbulk__cid_t id);
 int64_t esbulk__conf_int(const esbulk_conf_t *conf, esbulk__cid_t id);
+
+/* The name of value v of ENUM property id ("off" for ROUTING_LEVEL, 2);
+ * NULL when id is not an ENUM or v is out of range. */
+const char *esbulk__conf_enum_name(esbulk__cid_t id, int v);
 
 /* The key name of property i (for docs tests), NULL past the end. */
 const char *esbulk__conf_key_at(int i);

@@ -14,80 +14,6 @@
 #define RESULTS_BATCH 256
 
 /* ------------------------------------------------------------------------- */
-/* Documents */
-
-void esbulk__doc_free(esbulk__doc_t *d)
-{
-    if (d == NULL)
-        return;
-    /* index, id and routing live in d's own allocation */
-    free(d->lines);
-    free(d->r_index);
-    free(d->r_id);
-    free(d->r_result_own);
-    free(d->r_error_type);
-    free(d->r_error_reason);
-    free(d);
-}
-
-void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
-                             int32_t status, const char *error_type, const char *reason)
-{
-    d->outcome = outcome;
-    d->err = err;
-    d->status = status;
-    free(d->r_error_type);
-    free(d->r_error_reason);
-    /* allocation failure leaves the field NULL: the outcome and err remain */
-    d->r_error_type = error_type ? esbulk__strdup(error_type) : NULL;
-    d->r_error_reason = reason ? esbulk__strdup(reason) : NULL;
-}
-
-void esbulk__deliver_queue(esbulk_t *eb, esbulk__queue_t *q, const uint64_t counts[4])
-{
-    int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
-    esbulk__queue_t drop = {0};
-    esbulk__doc_t *d;
-    size_t freed_bytes = 0;
-
-    for (d = q->head; d != NULL; d = d->next) {
-        free(d->lines); /* the body is not needed any more */
-        d->lines = NULL;
-        freed_bytes += d->body_bytes;
-        d->body_bytes = 0;
-    }
-    pthread_mutex_lock(&eb->lock);
-    eb->buffered_bytes -= freed_bytes;
-    eb->stats.retried += counts[0];
-    eb->stats.item_429 += counts[1];
-    eb->stats.unrouted += counts[2];
-    eb->stats.expired += counts[3];
-    while ((d = esbulk__queue_pop(q)) != NULL) {
-        switch (d->outcome) {
-        case ESBULK_OUTCOME_INDEXED: eb->stats.indexed++; break;
-        case ESBULK_OUTCOME_FAILED: eb->stats.failed++; break;
-        case ESBULK_OUTCOME_POSSIBLY: eb->stats.possibly++; break;
-        }
-        if (d->err == ESBULK_ERR_CLOSED)
-            eb->stats.closed++;
-        if (d->outcome == ESBULK_OUTCOME_INDEXED && failures_only) {
-            /* served at once: nobody asked to see successes */
-            if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
-            if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
-            eb->buffered_docs--;
-            esbulk__queue_push(&drop, d);
-            continue;
-        }
-        esbulk__queue_push(&eb->results, d);
-    }
-    pthread_cond_broadcast(&eb->cond_space);
-    pthread_cond_broadcast(&eb->cond_results);
-    pthread_mutex_unlock(&eb->lock);
-    while ((d = esbulk__queue_pop(&drop)) != NULL)
-        esbulk__doc_free(d);
-}
-
-/* ------------------------------------------------------------------------- */
 /* Result accessors */
 
 void *esbulk_result_opaque(const esbulk_result_t *r) { return r ? r->opaque : NULL; }
@@ -264,7 +190,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     }
     /* A content id hashes the body as it is sent, so that body line is built
      * first; otherwise the body goes straight after the action line. */
-    content_id = id_len == 0 && gen == 2 && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE);
+    content_id = id_len == 0 && gen == ESBULK__IDGEN_CONTENT && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE);
     esbulk__buf_init(&bline, (size_t)-1);
     if (content_id) {
         err = esbulk__body_line(&bline, body, body_len,
@@ -275,8 +201,8 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
             return err;
         }
     }
-    if (id_len == 0 && gen != 0 && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE)) {
-        if (gen == 1)
+    if (id_len == 0 && gen != ESBULK__IDGEN_NONE && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE)) {
+        if (gen == ESBULK__IDGEN_TIME)
             esbulk__id_time(idbuf, epoch_ms(), atomic_fetch_add(&eb->id_seq, 1), eb->node_tag);
         else
             esbulk__id_content(idbuf, bline.data, bline.len - 1);
@@ -721,6 +647,9 @@ char *esbulk_stats_json(esbulk_t *eb)
     STAT(split_413);
     STAT(expired);
     STAT(closed);
+    STAT(fetches);
+    STAT(indices);
+    STAT(destinations);
 #undef STAT
     json_object_set_new(root, "bytes_uncompressed", json_integer((json_int_t)eb->stats.bytes_raw));
     json_object_set_new(root, "bytes_sent", json_integer((json_int_t)eb->stats.bytes_sent));

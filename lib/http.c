@@ -270,6 +270,74 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
     return size * nmemb;
 }
 
+/* The calling thread's stop switch (esbulk__http_set_thread_cancel). */
+static _Thread_local esbulk__http_cancel_t *thread_cancel;
+
+esbulk_err_t esbulk__http_cancel_init(esbulk__http_cancel_t *c)
+{
+    pthread_once(&global_once, global_init);
+    atomic_init(&c->stop, 0);
+    c->multi = curl_multi_init();
+    return c->multi != NULL ? ESBULK_OK : ESBULK_ERR_NOMEM;
+}
+
+void esbulk__http_cancel_free(esbulk__http_cancel_t *c)
+{
+    if (c->multi != NULL)
+        curl_multi_cleanup(c->multi);
+    c->multi = NULL;
+}
+
+void esbulk__http_cancel(esbulk__http_cancel_t *c)
+{
+    atomic_store(&c->stop, 1);
+    if (c->multi != NULL)
+        curl_multi_wakeup(c->multi);
+}
+
+void esbulk__http_set_thread_cancel(esbulk__http_cancel_t *c)
+{
+    thread_cancel = c;
+}
+
+/* Runs easy on c's multi handle (which keeps its connections for the next
+ * request) until it ends or c is stopped: ESBULK_ERR_CLOSED then, at once. */
+static esbulk_err_t perform_cancellable(esbulk__http_cancel_t *c, CURL *easy, CURLcode *rc)
+{
+    esbulk_err_t err = ESBULK_OK;
+    int running = 1;
+    CURLMsg *msg;
+    int left;
+
+    *rc = CURLE_OK;
+    if (atomic_load(&c->stop))
+        return ESBULK_ERR_CLOSED;
+    if (curl_multi_add_handle(c->multi, easy) != CURLM_OK)
+        return ESBULK_ERR_NOMEM;
+    for (;;) {
+        if (curl_multi_perform(c->multi, &running) != CURLM_OK) {
+            err = ESBULK_ERR_NOMEM;
+            break;
+        }
+        if (running == 0)
+            break;
+        if (atomic_load(&c->stop)) {
+            err = ESBULK_ERR_CLOSED;
+            break;
+        }
+        curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
+        if (atomic_load(&c->stop)) {
+            err = ESBULK_ERR_CLOSED;
+            break;
+        }
+    }
+    while ((msg = curl_multi_info_read(c->multi, &left)) != NULL)
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy)
+            *rc = msg->data.result;
+    curl_multi_remove_handle(c->multi, easy);
+    return err;
+}
+
 esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *method,
                                   const char *url, const char *content_type, const char *body,
                                   size_t body_len, long timeout_ms, long *status,
@@ -309,7 +377,17 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, response);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, curl_err);
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
-    rc = curl_easy_perform(easy);
+    if (thread_cancel != NULL) {
+        err = perform_cancellable(thread_cancel, easy, &rc);
+        if (err != ESBULK_OK) {
+            esbulk__errstr(errstr, errstr_size, "%s %s: %s", method, url,
+                           err == ESBULK_ERR_CLOSED ? "stopped: the handle is closing"
+                                                    : "out of memory");
+            goto out;
+        }
+    } else {
+        rc = curl_easy_perform(easy);
+    }
     if (rc == CURLE_WRITE_ERROR) {
         esbulk__errstr(errstr, errstr_size, "response from %s larger than response.max.bytes (%zu)",
                        url, opts->response_max_bytes);

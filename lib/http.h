@@ -8,6 +8,7 @@
 #include "conf.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 
 /* A seed or node address: "scheme://host:port" plus an optional path prefix,
  * without credentials. */
@@ -49,6 +50,23 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
                                   const char *url, const char *content_type, const char *body,
                                   size_t body_len, long timeout_ms, long *status,
                                   esbulk__buf_t *response, char *errstr, size_t errstr_size);
+
+/* A stop switch for blocking requests: a thread that set it for itself
+ * (esbulk__http_set_thread_cancel) runs its requests on c's multi handle,
+ * which keeps connections alive between them, and any thread can stop them
+ * at once with esbulk__http_cancel(): they then fail with ESBULK_ERR_CLOSED,
+ * and so does every later one on that thread. */
+typedef struct {
+    CURLM *multi;
+    atomic_int stop;
+} esbulk__http_cancel_t;
+
+esbulk_err_t esbulk__http_cancel_init(esbulk__http_cancel_t *c);
+void esbulk__http_cancel_free(esbulk__http_cancel_t *c);
+/* Thread-safe. */
+void esbulk__http_cancel(esbulk__http_cancel_t *c);
+/* c (NULL: none) for the calling thread's requests. */
+void esbulk__http_set_thread_cancel(esbulk__http_cancel_t *c);
 
 /* Percent-encodes s for a URL path segment into a malloc'ed string. */
 char *esbulk__url_escape(const char *s);

@@ -1,5 +1,5 @@
 /* Retry policy: exponential backoff with full jitter and a cap. */
-#include "engine.h"
+#include "core.h"
 
 int64_t esbulk__backoff_ms(int32_t attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd)
 {

@@ -1,5 +1,6 @@
 /* Cluster topology: distribution, nodes, index layouts and primaries. */
 #include "topology.h"
+#include "http.h"
 #include "murmur3.h"
 
 #include <errno.h>
@@ -1102,7 +1103,8 @@ static void remember_failure(esbulk_topology_t *topo, const char *name, esbulk_e
 /* Fetches index name against the current cluster; refetches the cluster once
  * when a primary sits on a node it does not know yet. */
 static esbulk_err_t load_index(esbulk_topology_t *topo, const char *name, int force_cluster,
-                               esbulk__index_t **out, char *errstr, size_t errstr_size)
+                               int store, esbulk__index_t **out, char *errstr,
+                               size_t errstr_size)
 {
     esbulk__cluster_t *c = NULL;
     esbulk__index_t *e = NULL;
@@ -1116,13 +1118,18 @@ static esbulk_err_t load_index(esbulk_topology_t *topo, const char *name, int fo
         err = fetch_index(topo, c, name, &e, &missing, errstr, errstr_size);
         esbulk__cluster_release(c);
         if (err != ESBULK_OK) {
-            remember_failure(topo, name, err, errstr);
+            if (store)
+                remember_failure(topo, name, err, errstr);
             return err;
         }
         if (!missing)
             break;
         if (attempt == 0)
             esbulk__index_release(e);
+    }
+    if (!store) {
+        *out = e;
+        return ESBULK_OK;
     }
     err = store_index(topo, e);
     if (err != ESBULK_OK) {
@@ -1162,7 +1169,7 @@ esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *nam
         return ESBULK_OK;
     }
     pthread_mutex_unlock(&topo->lock);
-    return load_index(topo, name, 0, entry, errstr, errstr_size);
+    return load_index(topo, name, 0, 1, entry, errstr, errstr_size);
 }
 
 /* Remembers that fetching name failed: an older good entry is kept (and
@@ -1198,6 +1205,14 @@ static void remember_failure(esbulk_topology_t *topo, const char *name, esbulk_e
     esbulk__index_release(e);
 }
 
+esbulk_err_t esbulk__topology_fetch_index(esbulk_topology_t *topo, const char *name,
+                                          esbulk__index_t **entry, char *errstr,
+                                          size_t errstr_size)
+{
+    *entry = NULL;
+    return load_index(topo, name, 0, 0, entry, errstr, errstr_size);
+}
+
 esbulk_err_t esbulk_topology_refresh(esbulk_topology_t *topo, char *errstr, size_t errstr_size)
 {
     esbulk__cluster_t *c;
@@ -1226,7 +1241,7 @@ esbulk_err_t esbulk_topology_refresh(esbulk_topology_t *topo, char *errstr, size
             err = ESBULK_ERR_NOMEM;
             break;
         }
-        err = load_index(topo, names[i], 0, &e, errstr, errstr_size);
+        err = load_index(topo, names[i], 0, 1, &e, errstr, errstr_size);
         if (err == ESBULK_OK)
             esbulk__index_release(e);
     }

@@ -4,7 +4,7 @@
 #ifndef ESBULK_TOPOLOGY_H
 #define ESBULK_TOPOLOGY_H
 
-#include "http.h"
+#include "common.h"
 #include "log.h"
 #include "route.h"
 
@@ -66,6 +66,13 @@ esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *nam
                                         esbulk__index_t **entry, char *errstr,
                                         size_t errstr_size);
 void esbulk__index_release(esbulk__index_t *e);
+
+/* Reads index name now (blocking), without keeping it in the topology's
+ * own table: a new reference in *entry (state UNKNOWN for an index that
+ * does not exist), or an error. The engine keeps its entries itself. */
+esbulk_err_t esbulk__topology_fetch_index(esbulk_topology_t *topo, const char *name,
+                                          esbulk__index_t **entry, char *errstr,
+                                          size_t errstr_size);
 
 /* A reference to the current cluster snapshot, fetched when missing, stale
  * or force; release with esbulk__cluster_release(). */

@@ -59,6 +59,53 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* The named constants the engine compares with stand where their names do
+ * in the keys' "a|b|c" lists. */
+START_TEST(test_enum_constants)
+{
+    static const struct {
+        esbulk__cid_t id;
+        int v;
+        const char *name;
+    } t[] = {
+        {ESBULK__C_ROUTING_LEVEL, ESBULK__ROUTING_NODE, "node"},
+        {ESBULK__C_ROUTING_LEVEL, ESBULK__ROUTING_SHARD, "shard"},
+        {ESBULK__C_ROUTING_LEVEL, ESBULK__ROUTING_OFF, "off"},
+        {ESBULK__C_ID_GENERATE, ESBULK__IDGEN_NONE, "none"},
+        {ESBULK__C_ID_GENERATE, ESBULK__IDGEN_TIME, "time"},
+        {ESBULK__C_ID_GENERATE, ESBULK__IDGEN_CONTENT, "content"},
+        {ESBULK__C_COMPRESSION, ESBULK__COMPRESS_NONE, "none"},
+        {ESBULK__C_COMPRESSION, ESBULK__COMPRESS_GZIP, "gzip"},
+        {ESBULK__C_ORDERING, ESBULK__ORDER_NONE, "none"},
+        {ESBULK__C_ORDERING, ESBULK__ORDER_PER_ID, "per_id"},
+        {ESBULK__C_BULK_REFRESH, ESBULK__REFRESH_FALSE, "false"},
+        {ESBULK__C_BULK_REFRESH, ESBULK__REFRESH_TRUE, "true"},
+        {ESBULK__C_BULK_REFRESH, ESBULK__REFRESH_WAIT_FOR, "wait_for"},
+    };
+    size_t i;
+    esbulk_conf_t *c = esbulk_conf_new();
+
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        const char *name = esbulk__conf_enum_name(t[i].id, t[i].v);
+        ck_assert_msg(name != NULL && strcmp(name, t[i].name) == 0, "%s: %d is \"%s\", not %s",
+                      esbulk__conf_key_at((int)t[i].id), t[i].v, name ? name : "(none)",
+                      t[i].name);
+        /* and setting the name yields the constant */
+        ck_assert_int_eq(esbulk_conf_set(c, esbulk__conf_key_at((int)t[i].id), t[i].name, NULL, 0),
+                         ESBULK_OK);
+        ck_assert_int_eq(esbulk__conf_int(c, t[i].id), t[i].v);
+    }
+    /* each list has no more names than constants */
+    ck_assert_ptr_null(esbulk__conf_enum_name(ESBULK__C_ROUTING_LEVEL, ESBULK__ROUTING_OFF + 1));
+    ck_assert_ptr_null(esbulk__conf_enum_name(ESBULK__C_ID_GENERATE, ESBULK__IDGEN_CONTENT + 1));
+    ck_assert_ptr_null(esbulk__conf_enum_name(ESBULK__C_COMPRESSION, ESBULK__COMPRESS_GZIP + 1));
+    ck_assert_ptr_null(esbulk__conf_enum_name(ESBULK__C_ORDERING, ESBULK__ORDER_PER_ID + 1));
+    ck_assert_ptr_null(esbulk__conf_enum_name(ESBULK__C_BULK_REFRESH, ESBULK__REFRESH_WAIT_FOR + 1));
+    ck_assert_ptr_null(esbulk__conf_enum_name(ESBULK__C_URLS, 0));
+    esbulk_conf_destroy(c);
+}
+END_TEST
+
 START_TEST(test_secrets_redacted_and_dup)
 {
     esbulk_conf_t *conf = esbulk_conf_new(), *dup;
@@ -97,6 +144,7 @@ int main(void)
     tcase_add_test(tc, test_defaults_and_set);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_secrets_redacted_and_dup);
+    tcase_add_test(tc, test_enum_constants);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,6 @@
 /* Topology parsers, driven by the answers in tests/data/topology/: tolerant
  * of fields they do not use, strict about those they do. */
+#include "http.h"
 #include "topology.h"
 
 #include <check.h>

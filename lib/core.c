@@ -1,0 +1,1413 @@
+/* The engine core: routing to destinations, batching, retries, per_id
+ * ordering, 413 splits, answers to outcomes, expiry and bounded state. See
+ * core.h: no I/O, no threads, no clock here. */
+#include "core.h"
+#include "map.h"
+#include "response.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LAT_RING 512
+#define EXPIRE_SCAN_MS 100
+#define SWEEP_MAX_MS 1000
+
+typedef struct core_target_s {
+    char *url;          /* base URL */
+    char *node_id;      /* NULL for a seed */
+    char *name;
+    int present;        /* in the current cluster view (or a seed) */
+    int inflight;
+    int64_t down_until; /* > now: treated as down */
+    uint64_t requests, errors;
+    int32_t lat[LAT_RING];
+    int nlat, latpos;
+    struct core_target_s *next;
+} target_t;
+
+typedef enum { DEST_NODE, DEST_SHARD, DEST_ANY } dest_kind_t;
+
+typedef struct core_ix_s ix_t;
+
+typedef struct core_dest_s {
+    char *key;
+    dest_kind_t kind;
+    char *node_id;      /* DEST_NODE */
+    ix_t *ix;           /* DEST_SHARD and per_id's unrouted one: the index (holds a use) */
+    int32_t shard;      /* DEST_SHARD */
+    esbulk__queue_t q;
+    esbulk__queue_t retry_q; /* ordering=per_id: retries waiting to go first */
+    int inflight;
+    size_t batch_cap;   /* after a 413: at most this many documents */
+    int cap_ok;         /* full-size successes since; 16 double the cap again */
+    int64_t oldest_ms, used_ms;
+    struct core_dest_s *prev, *next;
+} dest_t;
+
+struct core_ix_s {
+    char *name;
+    esbulk__index_t *e;       /* the last good fetch; NULL: none yet */
+    int fetching;             /* handed to the driver, not answered yet */
+    int want_fetch;           /* in core->fetch_q */
+    int64_t next_fetch_ms;    /* due for a fetch (again) at */
+    int64_t used_ms;
+    int ndests;               /* destinations pointing here */
+    esbulk__queue_t wait;     /* documents waiting for the first layout */
+    int no_wait;              /* the wait timed out: unrouted until the read ends */
+    dest_t *udest;            /* per_id: this index's unrouted destination */
+    dest_t **shard_dest;      /* e's destination per shard (NULL: not yet) */
+    int32_t nshard_dest;      /* valid entries (0: none) */
+    int32_t shard_dest_cap;
+    uint64_t shard_epoch;     /* core->dest_epoch when shard_dest was filled */
+    ix_t *prev, *next;        /* core->ixs */
+    ix_t *fnext;              /* core->fetch_q */
+};
+
+struct esbulk__core_s {
+    esbulk__core_conf_t cf;
+    esbulk__log_t log;
+    uint64_t rng;
+    esbulk__map_t dest_map;   /* key -> dest_t */
+    dest_t *dests;            /* all, most recently made first */
+    size_t ndests;
+    uint64_t dest_epoch;      /* bumped whenever a destination is freed */
+    esbulk__map_t ix_map;     /* name -> ix_t */
+    ix_t *ixs;
+    size_t nixs;
+    ix_t *last_ix;            /* the last looked up: documents come in runs */
+    ix_t *fetch_head, *fetch_tail;
+    target_t *targets;
+    char **seeds;
+    int nseeds;
+    esbulk__cluster_t *cluster; /* the view the targets were built from */
+    int cluster_fetching;     /* a cluster read was asked for and not answered */
+    int refresh_wanted;
+    int64_t last_ask_ms;      /* the last cluster read asked for */
+    int64_t view_ms;          /* the last cluster view received */
+    esbulk__queue_t retry;    /* documents waiting for their retry time */
+    int64_t retry_min_ms;     /* the earliest retry_at in retry (INT64_MAX: none) */
+    esbulk__send_t *inflight; /* requests in flight */
+    size_t ninflight;
+    size_t held;              /* documents without an outcome */
+    size_t waiting;           /* of which in the indices' wait queues */
+    esbulk__queue_t done;     /* outcomes known, for esbulk__core_take_done() */
+    esbulk__core_counts_t counts;
+    unsigned rr;
+    int64_t next_expire_ms, next_sweep_ms;
+};
+
+static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now);
+
+/* ------------------------------------------------------------------------- */
+/* Small helpers */
+
+static uint32_t rnd32(esbulk__core_t *c)
+{
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    return (uint32_t)(c->rng >> 16);
+}
+
+static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcome,
+                    esbulk_err_t err, int32_t status, const char *type, const char *reason)
+{
+    esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
+    esbulk__queue_push(&c->done, d);
+    c->held--;
+}
+
+static int64_t sweep_every(const esbulk__core_t *c)
+{
+    int64_t half = c->cf.idle_ms / 2;
+
+    return half < 1 ? 1 : (half < SWEEP_MAX_MS ? half : SWEEP_MAX_MS);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Targets: the HTTP endpoints (discovered nodes and seeds) */
+
+static void target_free(target_t *t)
+{
+    free(t->url);
+    free(t->node_id);
+    free(t->name);
+    free(t);
+}
+
+static target_t *target_get(esbulk__core_t *c, const char *url, const char *node_id,
+                            const char *name)
+{
+    target_t *t;
+
+    for (t = c->targets; t != NULL; t = t->next)
+        if (strcmp(t->url, url) == 0)
+            break;
+    if (t == NULL) {
+        t = calloc(1, sizeof(*t));
+        if (t == NULL || (t->url = esbulk__strdup(url)) == NULL) {
+            free(t);
+            return NULL;
+        }
+        t->next = c->targets;
+        c->targets = t;
+    }
+    if (node_id != NULL && (t->node_id == NULL || strcmp(t->node_id, node_id) != 0)) {
+        char *id = esbulk__strdup(node_id), *nm = esbulk__strdup(name ? name : node_id);
+        if (id == NULL || nm == NULL) {
+            free(id);
+            free(nm);
+            t->present = 1;
+            return t;
+        }
+        free(t->node_id);
+        free(t->name);
+        t->node_id = id;
+        t->name = nm;
+    }
+    t->present = 1;
+    return t;
+}
+
+/* Targets that left the view and carry no request are freed. */
+static void targets_prune(esbulk__core_t *c)
+{
+    target_t **pp = &c->targets, *t;
+
+    while ((t = *pp) != NULL) {
+        if (!t->present && t->inflight == 0) {
+            *pp = t->next;
+            target_free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
+static void sync_targets(esbulk__core_t *c)
+{
+    target_t *t;
+    int i;
+
+    for (t = c->targets; t != NULL; t = t->next)
+        t->present = 0;
+    for (i = 0; i < c->nseeds; i++)
+        target_get(c, c->seeds[i], NULL, NULL);
+    if (c->cluster != NULL && !c->cluster->seeds_only)
+        for (i = 0; i < c->cluster->nnodes; i++)
+            if (c->cluster->nodes[i].http != NULL && c->cluster->nodes[i].reachable)
+                target_get(c, c->cluster->nodes[i].http, c->cluster->nodes[i].id,
+                           c->cluster->nodes[i].name);
+    targets_prune(c);
+}
+
+static int target_usable(const esbulk__core_t *c, const target_t *t, int64_t now)
+{
+    return t->present && t->down_until <= now && t->inflight < c->cf.max_inflight;
+}
+
+static target_t *target_by_node(esbulk__core_t *c, const char *node_id)
+{
+    target_t *t;
+
+    for (t = c->targets; t != NULL; t = t->next)
+        if (t->node_id != NULL && strcmp(t->node_id, node_id) == 0)
+            return t;
+    return NULL;
+}
+
+/* Any usable target, in turn. Discovered nodes are preferred over seeds
+ * when the cluster view has them; a target that is down is used only when
+ * every one is down (the request then tests whether it is back). */
+static target_t *target_any(esbulk__core_t *c, int64_t now)
+{
+    target_t *t, *pick = NULL;
+    unsigned n = 0, k;
+    int want_nodes = c->cluster != NULL && !c->cluster->seeds_only;
+
+    for (t = c->targets; t != NULL; t = t->next)
+        if (target_usable(c, t, now) && (!want_nodes || t->node_id != NULL))
+            n++;
+    if (n == 0 && want_nodes) {
+        want_nodes = 0;
+        for (t = c->targets; t != NULL; t = t->next)
+            if (target_usable(c, t, now))
+                n++;
+    }
+    if (n == 0) {
+        /* every one is down: try the one down longest (its documents back
+         * off between attempts, so this does not spin) */
+        for (t = c->targets; t != NULL; t = t->next)
+            if (t->present && t->inflight < c->cf.max_inflight &&
+                (pick == NULL || t->down_until < pick->down_until))
+                pick = t;
+        return pick;
+    }
+    k = c->rr++ % n;
+    for (t = c->targets; t != NULL; t = t->next)
+        if (target_usable(c, t, now) && (!want_nodes || t->node_id != NULL) && k-- == 0)
+            return t;
+    return NULL;
+}
+
+static void target_latency(target_t *t, int64_t ms)
+{
+    t->lat[t->latpos] = (int32_t)(ms > INT32_MAX ? INT32_MAX : ms < 0 ? 0 : ms);
+    t->latpos = (t->latpos + 1) % LAT_RING;
+    if (t->nlat < LAT_RING)
+        t->nlat++;
+}
+
+static void mark_down(esbulk__core_t *c, target_t *t, const char *why, int64_t now)
+{
+    if (t->down_until <= now)
+        esbulk__log(&c->log, ESBULK_LOG_WARNING, "io", "node %s is down (%s): re-routing",
+                    t->name ? t->name : t->url, why);
+    t->down_until = now + c->cf.recheck_ms;
+    c->refresh_wanted = 1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Index entries */
+
+static void ix_free(esbulk__core_t *c, ix_t *ix)
+{
+    esbulk__map_del(&c->ix_map, ix->name);
+    if (ix->prev) ix->prev->next = ix->next; else c->ixs = ix->next;
+    if (ix->next) ix->next->prev = ix->prev;
+    if (c->last_ix == ix)
+        c->last_ix = NULL;
+    c->nixs--;
+    esbulk__index_release(ix->e);
+    free(ix->shard_dest);
+    free(ix->name);
+    free(ix);
+}
+
+static ix_t *ix_get(esbulk__core_t *c, const char *name, int64_t now)
+{
+    ix_t *ix;
+
+    if (c->last_ix != NULL && strcmp(c->last_ix->name, name) == 0)
+        ix = c->last_ix;
+    else
+        ix = esbulk__map_get(&c->ix_map, name);
+    if (ix == NULL) {
+        ix = calloc(1, sizeof(*ix));
+        if (ix == NULL || (ix->name = esbulk__strdup(name)) == NULL) {
+            free(ix);
+            return NULL;
+        }
+        if (esbulk__map_put(&c->ix_map, ix->name, ix) != ESBULK_OK) {
+            free(ix->name);
+            free(ix);
+            return NULL;
+        }
+        ix->next_fetch_ms = now;
+        ix->next = c->ixs;
+        if (c->ixs)
+            c->ixs->prev = ix;
+        c->ixs = ix;
+        c->nixs++;
+    }
+    ix->used_ms = now;
+    c->last_ix = ix;
+    return ix;
+}
+
+/* Asks for a fetch of ix when it is due and none is outstanding. */
+static void ix_maybe_fetch(esbulk__core_t *c, ix_t *ix, int64_t now)
+{
+    if (ix->fetching || ix->want_fetch || now < ix->next_fetch_ms)
+        return;
+    ix->want_fetch = 1;
+    ix->fnext = NULL;
+    if (c->fetch_tail)
+        c->fetch_tail->fnext = ix;
+    else
+        c->fetch_head = ix;
+    c->fetch_tail = ix;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Destinations */
+
+static dest_t *dest_get(esbulk__core_t *c, const char *key, dest_kind_t kind,
+                        const char *node_id, ix_t *ix, int32_t shard, int64_t now)
+{
+    dest_t *d = esbulk__map_get(&c->dest_map, key);
+
+    if (d != NULL) {
+        d->used_ms = now;
+        return d;
+    }
+    d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return NULL;
+    d->key = esbulk__strdup(key);
+    d->node_id = node_id ? esbulk__strdup(node_id) : NULL;
+    if (d->key == NULL || (node_id && !d->node_id) ||
+        esbulk__map_put(&c->dest_map, d->key, d) != ESBULK_OK) {
+        free(d->key);
+        free(d->node_id);
+        free(d);
+        return NULL;
+    }
+    d->kind = kind;
+    d->ix = ix;
+    if (ix != NULL)
+        ix->ndests++;
+    d->shard = shard;
+    d->used_ms = now;
+    d->next = c->dests;
+    if (c->dests)
+        c->dests->prev = d;
+    c->dests = d;
+    c->ndests++;
+    return d;
+}
+
+static void dest_free(esbulk__core_t *c, dest_t *d)
+{
+    esbulk__map_del(&c->dest_map, d->key);
+    if (d->prev) d->prev->next = d->next; else c->dests = d->next;
+    if (d->next) d->next->prev = d->prev;
+    c->ndests--;
+    c->dest_epoch++;
+    if (d->ix != NULL) {
+        d->ix->ndests--;
+        if (d->ix->udest == d)
+            d->ix->udest = NULL;
+    }
+    free(d->key);
+    free(d->node_id);
+    free(d);
+}
+
+static void dest_push(dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
+{
+    doc->queued_ms = now;
+    dest->used_ms = now;
+    if (dest->q.count == 0 || (front && now < dest->oldest_ms))
+        dest->oldest_ms = now;
+    if (front)
+        esbulk__queue_push_front(&dest->q, doc);
+    else
+        esbulk__queue_push(&dest->q, doc);
+}
+
+/* The cached destination of shard in ix (NULL: not cached). */
+static dest_t *shard_dest_get(const esbulk__core_t *c, const ix_t *ix, int32_t shard)
+{
+    if (ix->shard_epoch != c->dest_epoch || shard < 0 || shard >= ix->nshard_dest)
+        return NULL;
+    return ix->shard_dest[shard];
+}
+
+static void shard_dest_clear(ix_t *ix)
+{
+    ix->nshard_dest = 0;
+}
+
+static void shard_dest_put(const esbulk__core_t *c, ix_t *ix, int32_t shard, dest_t *dest)
+{
+    int32_t n = ix->e->layout.shards, i;
+
+    if (shard < 0 || shard >= n)
+        return;
+    if (ix->nshard_dest == 0 || ix->shard_epoch != c->dest_epoch) {
+        if (n > ix->shard_dest_cap) {
+            dest_t **p = realloc(ix->shard_dest, sizeof(*p) * (size_t)n);
+
+            if (p == NULL)
+                return; /* not cached: looked up by key each time */
+            ix->shard_dest = p;
+            ix->shard_dest_cap = n;
+        }
+        for (i = 0; i < n; i++)
+            ix->shard_dest[i] = NULL;
+        ix->nshard_dest = n;
+        ix->shard_epoch = c->dest_epoch;
+    }
+    ix->shard_dest[shard] = dest;
+}
+
+#define ROUTE_WAIT ((dest_t *)1)
+
+/* The destination of a document under the routing level; ROUTE_WAIT when
+ * it waits for its index's layout (ordering=per_id); NULL when out of
+ * memory. */
+static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t now)
+{
+    const char *routing = doc->routing;
+    size_t routing_len = doc->routing_len;
+    char key[1024];
+    esbulk__index_t *e;
+    int32_t shard, p;
+    dest_t *dest;
+    ix_t *ix;
+
+    *ixp = NULL;
+    doc->unrouted = 0;
+    if (c->cf.level == ESBULK__ROUTING_OFF && !c->cf.per_id)
+        return dest_get(c, "off", DEST_ANY, NULL, NULL, -1, now);
+    if ((ix = ix_get(c, doc->index, now)) == NULL)
+        goto unrouted;
+    *ixp = ix;
+    ix_maybe_fetch(c, ix, now);
+    e = ix->e;
+    if (e == NULL) {
+        /* Never read yet. The first read takes milliseconds, so the
+         * document waits for it, up to topology.wait.ms: routing is an
+         * optimisation, and a slow read must not hold documents back. Only
+         * per_id ordering, which needs one destination per id, waits as
+         * long as the read takes (bounded by the delivery timeout). */
+        if ((ix->fetching || ix->want_fetch) &&
+            (c->cf.per_id || (c->cf.wait_ms > 0 && !ix->no_wait)))
+            return ROUTE_WAIT;
+        goto unrouted;
+    }
+    if (e->state != ESBULK__IDX_OK)
+        goto unrouted;
+    if (e->alias_routing != NULL) {
+        if (routing_len > 0 && (routing_len != strlen(e->alias_routing) ||
+                                memcmp(routing, e->alias_routing, routing_len) != 0))
+            goto unrouted; /* the server will refuse it with its own reason */
+        routing = e->alias_routing;
+        routing_len = strlen(routing);
+    }
+    if (esbulk_layout_shard(&e->layout, doc->id, doc->id_len, routing, routing_len, &shard) !=
+        ESBULK_OK)
+        goto unrouted;
+    if ((dest = shard_dest_get(c, ix, shard)) != NULL) {
+        dest->used_ms = now;
+        return dest;
+    }
+    p = e->primary != NULL ? e->primary[shard] : -1;
+    if (c->cf.level == ESBULK__ROUTING_NODE && !c->cf.per_id && p >= 0 &&
+        !e->cluster->seeds_only && e->cluster->nodes[p].http != NULL) {
+        snprintf(key, sizeof(key), "n:%s", e->cluster->nodes[p].id);
+        dest = dest_get(c, key, DEST_NODE, e->cluster->nodes[p].id, NULL, -1, now);
+    } else {
+        /* per shard (also the grouping when nodes cannot be reached) */
+        snprintf(key, sizeof(key), "s:%s#%d", doc->index, (int)shard);
+        dest = dest_get(c, key, DEST_SHARD, NULL, ix, shard, now);
+    }
+    if (dest != NULL) {
+        shard_dest_put(c, ix, shard, dest);
+        return dest;
+    }
+unrouted:
+    doc->unrouted = 1;
+    c->counts.unrouted++;
+    if (c->cf.per_id && ix != NULL) {
+        /* one unrouted destination per index, so that the shard ones wait
+         * for it (see dest_blocked) */
+        if (ix->udest == NULL) {
+            snprintf(key, sizeof(key), "u:%s", ix->name);
+            ix->udest = dest_get(c, key, DEST_ANY, NULL, ix, -1, now);
+        }
+        return ix->udest;
+    }
+    return dest_get(c, "unrouted", DEST_ANY, NULL, NULL, -1, now);
+}
+
+static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t now)
+{
+    ix_t *ix;
+    dest_t *dest = route(c, doc, &ix, now);
+
+    if (dest == ROUTE_WAIT) {
+        doc->queued_ms = now;
+        c->waiting++;
+        if (front)
+            esbulk__queue_push_front(&ix->wait, doc);
+        else
+            esbulk__queue_push(&ix->wait, doc);
+        return;
+    }
+    if (dest == NULL) {
+        deliver(c, doc, ESBULK_OUTCOME_FAILED, ESBULK_ERR_NOMEM, 0, NULL,
+                "out of memory while routing");
+        return;
+    }
+    dest_push(dest, doc, front, now);
+}
+
+/* The target a destination's next request goes to, NULL if none is free. */
+static target_t *dest_target(esbulk__core_t *c, dest_t *dest, int64_t now)
+{
+    target_t *t = NULL;
+
+    if (dest->kind == DEST_NODE) {
+        t = target_by_node(c, dest->node_id);
+    } else if (dest->kind == DEST_SHARD) {
+        const esbulk__index_t *e = dest->ix->e;
+
+        if (e != NULL && e->state == ESBULK__IDX_OK && e->primary != NULL &&
+            dest->shard < e->layout.shards && e->primary[dest->shard] >= 0 &&
+            !e->cluster->seeds_only)
+            t = target_by_node(c, e->cluster->nodes[e->primary[dest->shard]].id);
+    }
+    if (t != NULL && target_usable(c, t, now))
+        return t;
+    if (t != NULL && t->present && t->down_until <= now)
+        return NULL; /* its node is busy: wait for it rather than add a hop */
+    return target_any(c, now);
+}
+
+static int dest_blocked(const esbulk__core_t *c, const dest_t *dest)
+{
+    const dest_t *u;
+
+    if (!c->cf.per_id)
+        return 0;
+    /* ordering=per_id: one request at a time, retries first, and an index's
+     * shard destinations wait until what went unrouted before has ended */
+    if (dest->inflight > 0 || dest->retry_q.count > 0)
+        return 1;
+    u = dest->kind == DEST_SHARD ? dest->ix->udest : NULL;
+    return u != NULL && (u->q.count > 0 || u->inflight > 0 || u->retry_q.count > 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Lifecycle */
+
+esbulk__core_t *esbulk__core_new(const esbulk__core_conf_t *conf, const esbulk__log_t *log,
+                                 uint64_t seed)
+{
+    esbulk__core_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->cf = *conf;
+    if (c->cf.max_inflight < 1)
+        c->cf.max_inflight = 1;
+    if (log != NULL)
+        c->log = *log;
+    c->rng = seed | 1;
+    c->retry_min_ms = INT64_MAX;
+    c->last_ask_ms = INT64_MIN / 2;
+    return c;
+}
+
+esbulk_err_t esbulk__core_set_seeds(esbulk__core_t *c, const char *const *urls, int n)
+{
+    char **s = calloc((size_t)(n > 0 ? n : 1), sizeof(*s));
+    int i;
+
+    if (s == NULL)
+        return ESBULK_ERR_NOMEM;
+    for (i = 0; i < n; i++) {
+        if ((s[i] = esbulk__strdup(urls[i])) == NULL) {
+            while (i-- > 0)
+                free(s[i]);
+            free(s);
+            return ESBULK_ERR_NOMEM;
+        }
+    }
+    for (i = 0; i < c->nseeds; i++)
+        free(c->seeds[i]);
+    free(c->seeds);
+    c->seeds = s;
+    c->nseeds = n;
+    sync_targets(c);
+    return ESBULK_OK;
+}
+
+static void free_queue(esbulk__queue_t *q)
+{
+    esbulk__doc_t *d;
+
+    while ((d = esbulk__queue_pop(q)) != NULL)
+        esbulk__doc_free(d);
+}
+
+void esbulk__core_free(esbulk__core_t *c)
+{
+    int i;
+
+    if (c == NULL)
+        return;
+    while (c->inflight != NULL) {
+        esbulk__send_t *s = c->inflight;
+        size_t k;
+
+        c->inflight = s->next;
+        for (k = 0; k < s->ndocs; k++)
+            esbulk__doc_free(s->docs[k]);
+        free(s->docs);
+        free(s);
+    }
+    while (c->dests != NULL) {
+        free_queue(&c->dests->q);
+        free_queue(&c->dests->retry_q);
+        dest_free(c, c->dests);
+    }
+    while (c->ixs != NULL) {
+        free_queue(&c->ixs->wait);
+        ix_free(c, c->ixs);
+    }
+    free_queue(&c->retry);
+    free_queue(&c->done);
+    while (c->targets != NULL) {
+        target_t *t = c->targets;
+        c->targets = t->next;
+        target_free(t);
+    }
+    for (i = 0; i < c->nseeds; i++)
+        free(c->seeds[i]);
+    free(c->seeds);
+    esbulk__cluster_release(c->cluster);
+    esbulk__map_free(&c->dest_map);
+    esbulk__map_free(&c->ix_map);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Topology */
+
+/* True when a and b list the same nodes at the same addresses. */
+static int same_nodes(const esbulk__cluster_t *a, const esbulk__cluster_t *b)
+{
+    int i;
+
+    if (a == NULL || b == NULL)
+        return a == b;
+    if (a->nnodes != b->nnodes || a->seeds_only != b->seeds_only)
+        return 0;
+    for (i = 0; i < a->nnodes; i++) {
+        const esbulk__node_t *x = &a->nodes[i], *y = &b->nodes[i];
+        if (strcmp(x->id, y->id) != 0 || x->reachable != y->reachable ||
+            (x->http == NULL) != (y->http == NULL) || (x->http && strcmp(x->http, y->http) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+void esbulk__core_set_cluster(esbulk__core_t *c, esbulk__cluster_t *cluster, int64_t now)
+{
+    int changed;
+    ix_t *ix;
+
+    c->cluster_fetching = 0;
+    if (cluster != NULL)
+        c->view_ms = now;
+    if (cluster != NULL && cluster == c->cluster) {
+        esbulk__cluster_release(cluster);
+        return;
+    }
+    if (cluster == NULL && c->cluster == NULL)
+        return;
+    changed = !same_nodes(cluster, c->cluster);
+    esbulk__cluster_release(c->cluster);
+    c->cluster = cluster;
+    sync_targets(c);
+    if (changed && cluster != NULL) {
+        /* primaries may have moved: every index is read again when used */
+        for (ix = c->ixs; ix != NULL; ix = ix->next)
+            ix->next_fetch_ms = now;
+    }
+}
+
+void esbulk__core_cluster_failed(esbulk__core_t *c)
+{
+    c->cluster_fetching = 0;
+}
+
+const char *esbulk__core_next_fetch(esbulk__core_t *c, int64_t now)
+{
+    ix_t *ix = c->fetch_head;
+
+    (void)now;
+    if (ix == NULL)
+        return NULL;
+    c->fetch_head = ix->fnext;
+    if (c->fetch_head == NULL)
+        c->fetch_tail = NULL;
+    ix->fnext = NULL;
+    ix->want_fetch = 0;
+    ix->fetching = 1;
+    c->counts.fetches++;
+    return ix->name;
+}
+
+void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__index_t *e,
+                                esbulk_err_t err, const char *errstr, int64_t now)
+{
+    ix_t *ix = esbulk__map_get(&c->ix_map, name);
+    esbulk__queue_t wait;
+    esbulk__doc_t *d;
+
+    if (ix == NULL) {
+        esbulk__index_release(e);
+        return;
+    }
+    ix->fetching = 0;
+    ix->no_wait = 0;
+    if (e != NULL) {
+        esbulk__index_release(ix->e);
+        ix->e = e;
+        shard_dest_clear(ix);
+        ix->next_fetch_ms = e->state == ESBULK__IDX_OK
+                                ? (c->cf.refresh_ms > 0 ? now + c->cf.refresh_ms : INT64_MAX)
+                                : now + c->cf.unknown_recheck_ms;
+    } else {
+        esbulk__log(&c->log, ESBULK_LOG_WARNING, "topology", "index %s: %s (%s)", name,
+                    errstr && *errstr ? errstr : "metadata not read", esbulk_err2str(err));
+        ix->next_fetch_ms = now + c->cf.unknown_recheck_ms;
+    }
+    /* what waited for the layout goes now, in order */
+    wait = ix->wait;
+    c->waiting -= wait.count;
+    memset(&ix->wait, 0, sizeof(ix->wait));
+    while ((d = esbulk__queue_pop(&wait)) != NULL)
+        route_push(c, d, 0, now);
+}
+
+/* Documents that waited topology.wait.ms for their index's first read go
+ * unrouted (not under per_id), and those past their delivery timeout
+ * fail. */
+static void waits_due(esbulk__core_t *c, int64_t now)
+{
+    ix_t *ix;
+
+    for (ix = c->ixs; ix != NULL && c->waiting > 0; ix = ix->next) {
+        size_t before = ix->wait.count;
+
+        expire_ordered(c, &ix->wait, now);
+        if (!c->cf.per_id && ix->wait.head != NULL &&
+            now - ix->wait.head->queued_ms >= c->cf.wait_ms) {
+            esbulk__queue_t wait = ix->wait;
+            esbulk__doc_t *d;
+
+            memset(&ix->wait, 0, sizeof(ix->wait));
+            ix->no_wait = 1;
+            while ((d = esbulk__queue_pop(&wait)) != NULL)
+                route_push(c, d, 0, now);
+        }
+        c->waiting -= before - ix->wait.count;
+    }
+}
+
+int esbulk__core_refresh_wanted(esbulk__core_t *c, int64_t now)
+{
+    int due;
+
+    if (c->cluster_fetching || now - c->last_ask_ms < c->cf.refresh_gap_ms)
+        return 0;
+    due = c->refresh_wanted || c->cluster == NULL ||
+          (c->cf.refresh_ms > 0 && now - c->view_ms >= c->cf.refresh_ms);
+    if (!due)
+        return 0;
+    c->refresh_wanted = 0;
+    c->cluster_fetching = 1;
+    c->last_ask_ms = now;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Documents and retries */
+
+void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t now)
+{
+    c->held++;
+    route_push(c, d, 0, now);
+}
+
+static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int ambiguous,
+                             esbulk_err_t err, int32_t status, const char *type,
+                             const char *reason, int64_t now)
+{
+    esbulk__retry_decision_t dec;
+    char why[512];
+    int64_t at = 0;
+
+    if (ambiguous && doc->id == NULL) {
+        snprintf(why, sizeof(why), "%s; the document has no _id, so a retry could index it "
+                 "twice", reason ? reason : "request failed after it was sent");
+        deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why);
+        return;
+    }
+    doc->ambiguous |= ambiguous;
+    dec = esbulk__retry_decide(doc->attempts, c->cf.retry_max, now, doc->deadline_ms,
+                               c->cf.backoff_ms, c->cf.backoff_max_ms, rnd32(c), &at);
+    if (dec == ESBULK__RETRY_NOW) {
+        doc->retry_at_ms = at;
+        c->counts.retried++;
+        if (c->cf.per_id && dest != NULL) {
+            esbulk__queue_push(&dest->retry_q, doc);
+        } else {
+            esbulk__queue_push(&c->retry, doc);
+            if (at < c->retry_min_ms)
+                c->retry_min_ms = at;
+        }
+        return;
+    }
+    snprintf(why, sizeof(why), "%s after %d attempt%s: %s",
+             dec == ESBULK__RETRY_GIVE_UP_MAX ? "retries exhausted" : "delivery timed out",
+             (int)doc->attempts, doc->attempts == 1 ? "" : "s", reason ? reason : "failed");
+    deliver(c, doc, doc->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
+            dec == ESBULK__RETRY_GIVE_UP_MAX ? ESBULK_ERR_RETRIES_EXHAUSTED
+                                             : ESBULK_ERR_DELIVERY_TIMEOUT,
+            status, type, why);
+}
+
+/* Moves retries that are due back into their destinations, first in line
+ * and in their original order. */
+static void retries_due(esbulk__core_t *c, int64_t now)
+{
+    esbulk__queue_t keep = {0}, due = {0};
+    esbulk__doc_t *d, *rev = NULL, *next;
+    dest_t *dest;
+
+    if (c->retry.head != NULL && c->retry_min_ms <= now) {
+        c->retry_min_ms = INT64_MAX;
+        while ((d = esbulk__queue_pop(&c->retry)) != NULL) {
+            if (d->retry_at_ms <= now) {
+                esbulk__queue_push(&due, d);
+            } else {
+                esbulk__queue_push(&keep, d);
+                if (d->retry_at_ms < c->retry_min_ms)
+                    c->retry_min_ms = d->retry_at_ms;
+            }
+        }
+        c->retry = keep;
+        /* reversed, so that pushing each to the front keeps their order */
+        for (d = due.head; d != NULL; d = next) {
+            next = d->next;
+            d->next = rev;
+            rev = d;
+        }
+        for (d = rev; d != NULL; d = next) {
+            next = d->next;
+            route_push(c, d, 1, now);
+        }
+    }
+    if (!c->cf.per_id)
+        return;
+    for (dest = c->dests; dest != NULL; dest = dest->next) {
+        int64_t latest = 0;
+
+        if (dest->retry_q.count == 0)
+            continue;
+        for (d = dest->retry_q.head; d != NULL; d = d->next)
+            if (d->retry_at_ms > latest)
+                latest = d->retry_at_ms;
+        if (latest <= now) {
+            for (d = dest->retry_q.head; d != NULL; d = d->next)
+                d->queued_ms = now;
+            esbulk__queue_prepend(&dest->q, &dest->retry_q);
+            dest->oldest_ms = now;
+        }
+    }
+}
+
+static void expire_one(esbulk__core_t *c, esbulk__doc_t *d)
+{
+    c->counts.expired++;
+    deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
+            ESBULK_ERR_DELIVERY_TIMEOUT, d->status, NULL,
+            "not delivered within delivery.timeout.ms (no node accepted it in time)");
+}
+
+/* A queue in add order (retries, older, go first) has rising deadlines:
+ * the scan stops at the first one not due, and a deep backlog costs
+ * nothing. */
+static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now)
+{
+    esbulk__doc_t *d;
+
+    while ((d = q->head) != NULL && d->deadline_ms > 0 && now >= d->deadline_ms)
+        expire_one(c, esbulk__queue_pop(q));
+}
+
+/* Retry lists are not ordered: scanned whole (they hold only retries). */
+static void expire_unordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now)
+{
+    esbulk__queue_t keep = {0};
+    esbulk__doc_t *d;
+
+    while ((d = esbulk__queue_pop(q)) != NULL) {
+        if (d->deadline_ms > 0 && now >= d->deadline_ms)
+            expire_one(c, d);
+        else
+            esbulk__queue_push(&keep, d);
+    }
+    *q = keep;
+}
+
+static void expire_all(esbulk__core_t *c, int64_t now)
+{
+    dest_t *dest;
+
+    for (dest = c->dests; dest != NULL; dest = dest->next) {
+        expire_ordered(c, &dest->q, now);
+        expire_unordered(c, &dest->retry_q, now);
+        if (dest->q.head != NULL)
+            dest->oldest_ms = dest->q.head->queued_ms;
+    }
+    if (c->retry.head != NULL) {
+        esbulk__doc_t *d;
+
+        expire_unordered(c, &c->retry, now);
+        c->retry_min_ms = INT64_MAX;
+        for (d = c->retry.head; d != NULL; d = d->next)
+            if (d->retry_at_ms < c->retry_min_ms)
+                c->retry_min_ms = d->retry_at_ms;
+    }
+}
+
+/* Frees destinations and index entries unused for topology.idle.ms. */
+static void sweep(esbulk__core_t *c, int64_t now)
+{
+    dest_t *dest, *dn;
+    ix_t *ix, *in;
+
+    for (dest = c->dests; dest != NULL; dest = dn) {
+        dn = dest->next;
+        if (dest->q.count == 0 && dest->retry_q.count == 0 && dest->inflight == 0 &&
+            now - dest->used_ms >= c->cf.idle_ms)
+            dest_free(c, dest);
+    }
+    for (ix = c->ixs; ix != NULL; ix = in) {
+        in = ix->next;
+        if (ix->ndests == 0 && ix->wait.count == 0 && !ix->fetching && !ix->want_fetch &&
+            now - ix->used_ms >= c->cf.idle_ms)
+            ix_free(c, ix);
+    }
+    targets_prune(c);
+}
+
+void esbulk__core_tick(esbulk__core_t *c, int64_t now)
+{
+    retries_due(c, now);
+    if (c->waiting > 0)
+        waits_due(c, now);
+    if (now >= c->next_expire_ms) {
+        expire_all(c, now);
+        c->next_expire_ms = now + EXPIRE_SCAN_MS;
+    }
+    if (now >= c->next_sweep_ms) {
+        sweep(c, now);
+        c->next_sweep_ms = now + sweep_every(c);
+    }
+}
+
+int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
+{
+    int64_t due = INT64_MAX, t;
+    dest_t *dest;
+    esbulk__doc_t *d;
+
+    /* A destination already due was offered a send this round: if it still
+     * waits, its node has no request slot free, and an answer wakes the
+     * driver. Counting it would spin. */
+    for (dest = c->dests; dest != NULL; dest = dest->next) {
+        t = esbulk__flush_due_ms(&c->cf.flush, dest->q.count, dest->oldest_ms);
+        if (t > now && t < due)
+            due = t;
+        for (d = dest->retry_q.head; d != NULL; d = d->next)
+            if (d->retry_at_ms < due)
+                due = d->retry_at_ms;
+    }
+    if (c->retry_min_ms < due)
+        due = c->retry_min_ms;
+    if (c->held > 0 && c->next_expire_ms < due)
+        due = c->next_expire_ms;
+    if ((c->ndests > 0 || c->nixs > 0) && c->next_sweep_ms < due)
+        due = c->next_sweep_ms;
+    if (c->waiting > 0) {
+        const ix_t *ix;
+
+        for (ix = c->ixs; ix != NULL; ix = ix->next) {
+            if (ix->wait.head == NULL)
+                continue;
+            t = c->cf.per_id ? INT64_MAX : ix->wait.head->queued_ms + c->cf.wait_ms;
+            if (ix->wait.head->deadline_ms > 0 && ix->wait.head->deadline_ms < t)
+                t = ix->wait.head->deadline_ms;
+            if (t < due)
+                due = t;
+        }
+    }
+    if (c->fetch_head != NULL)
+        due = now;
+    return due < now ? now : due;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Requests */
+
+static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *target, int64_t now)
+{
+    size_t max_docs = c->cf.flush.flush_docs, n = 0, bytes = 0, i;
+    esbulk__send_t *s;
+    esbulk__doc_t *d;
+
+    if (dest->batch_cap > 0 && dest->batch_cap < max_docs)
+        max_docs = dest->batch_cap;
+    if (max_docs > dest->q.count)
+        max_docs = dest->q.count;
+    /* documents up to flush.docs and, past the first, flush.bytes */
+    for (d = dest->q.head; d != NULL && n < max_docs; d = d->next, n++) {
+        if (n > 0 && bytes + d->lines_len > c->cf.flush.flush_bytes)
+            break;
+        bytes += d->lines_len;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL || (s->docs = malloc(sizeof(*s->docs) * n)) == NULL) {
+        free(s);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        s->docs[i] = esbulk__queue_pop(&dest->q);
+        s->docs[i]->attempts++;
+    }
+    s->ndocs = n;
+    s->bytes = bytes;
+    dest->oldest_ms = dest->q.head ? dest->q.head->queued_ms : 0;
+    s->url = target->url;
+    s->target = target;
+    s->dest = dest;
+    s->start_ms = now;
+    target->inflight++;
+    target->requests++;
+    dest->inflight++;
+    dest->used_ms = now;
+    c->counts.requests++;
+    c->counts.bytes_raw += bytes;
+    s->next = c->inflight;
+    if (c->inflight != NULL)
+        c->inflight->prev = s;
+    c->inflight = s;
+    c->ninflight++;
+    return s;
+}
+
+esbulk__send_t *esbulk__core_next_send(esbulk__core_t *c, int force, int64_t now)
+{
+    dest_t *dest;
+
+    for (dest = c->dests; dest != NULL; dest = dest->next) {
+        target_t *t;
+
+        if (dest_blocked(c, dest) ||
+            !esbulk__should_flush(&c->cf.flush, dest->q.count, dest->q.bytes, dest->oldest_ms,
+                                  now, force))
+            continue;
+        if ((t = dest_target(c, dest, now)) == NULL)
+            continue;
+        return send_batch(c, dest, t, now);
+    }
+    return NULL;
+}
+
+static void send_unlink(esbulk__core_t *c, esbulk__send_t *s)
+{
+    if (s->prev) s->prev->next = s->next; else c->inflight = s->next;
+    if (s->next) s->next->prev = s->prev;
+    c->ninflight--;
+    s->target->inflight--;
+    s->dest->inflight--;
+}
+
+static void send_free(esbulk__send_t *s)
+{
+    free(s->docs);
+    free(s);
+}
+
+void esbulk__core_unsend(esbulk__core_t *c, esbulk__send_t *s, int64_t now)
+{
+    size_t i;
+
+    send_unlink(c, s);
+    s->target->requests--;
+    c->counts.requests--;
+    c->counts.bytes_raw -= s->bytes;
+    for (i = s->ndocs; i > 0; i--) {
+        s->docs[i - 1]->attempts--;
+        dest_push(s->dest, s->docs[i - 1], 1, now);
+    }
+    send_free(s);
+}
+
+/* The server's index, result and id of an item, copied into d where they
+ * say more than d does: the index only when it differs from the one added
+ * (an alias, a data stream), the result as a static string when it is one of
+ * the usual ones, the id only when the server chose it. An allocation that
+ * fails leaves the field NULL: the outcome does not depend on it. */
+static void doc_take_item(esbulk__doc_t *d, const esbulk__item_t *it)
+{
+    static const char *const results[] = {"created", "updated", "deleted", "noop", "not_found"};
+    size_t k;
+
+    d->status = it->status;
+    d->seq_no = it->seq_no;
+    d->primary_term = it->primary_term;
+    d->version = it->version;
+    free(d->r_index);
+    d->r_index = it->index != NULL && strcmp(it->index, d->index) != 0
+                     ? esbulk__strdup(it->index) : NULL;
+    free(d->r_result_own);
+    d->r_result_own = NULL;
+    d->r_result = NULL;
+    if (it->result != NULL) {
+        for (k = 0; k < ESBULK__ARRAY_LEN(results) && d->r_result == NULL; k++)
+            if (strcmp(it->result, results[k]) == 0)
+                d->r_result = results[k];
+        if (d->r_result == NULL)
+            d->r_result = d->r_result_own = esbulk__strdup(it->result);
+    }
+    if (d->id == NULL) {
+        free(d->r_id);
+        d->r_id = it->id != NULL ? esbulk__strdup(it->id) : NULL;
+    }
+}
+
+static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__resp_t *resp,
+                         int64_t now)
+{
+    dest_t *dest = s->dest;
+    size_t i;
+
+    /* after a 413, grow the batch again step by step */
+    if (dest->batch_cap > 0 && s->ndocs >= dest->batch_cap && ++dest->cap_ok >= 16) {
+        dest->cap_ok = 0;
+        dest->batch_cap = dest->batch_cap * 2 >= c->cf.flush.flush_docs ? 0 : dest->batch_cap * 2;
+    }
+    for (i = 0; i < s->ndocs; i++) {
+        const esbulk__item_t *it = &resp->items[i];
+        esbulk__doc_t *d = s->docs[i];
+
+        doc_take_item(d, it);
+        if (it->klass == ESBULK__ITEM_OK) {
+            deliver(c, d, ESBULK_OUTCOME_INDEXED, ESBULK_OK, it->status, NULL, NULL);
+        } else if (it->klass == ESBULK__ITEM_RETRY) {
+            if (it->status == 429)
+                c->counts.item_429++;
+            retry_or_give_up(c, dest, d, 0, ESBULK_ERR_ITEM, it->status, it->error_type,
+                             it->error_reason, now);
+        } else if (it->status == 409 && d->ambiguous && d->op == ESBULK_OP_CREATE) {
+            deliver(c, d, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, it->status, it->error_type,
+                    "version conflict on a retry after an attempt that broke: most likely "
+                    "created by that attempt");
+        } else {
+            char why[64];
+            snprintf(why, sizeof(why), "the server answered status %d for this document",
+                     (int)it->status);
+            deliver(c, d, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, it->status, it->error_type,
+                    it->error_reason ? it->error_reason : why);
+        }
+    }
+}
+
+static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answer_t *a,
+                        int64_t now)
+{
+    esbulk__resp_t resp;
+    size_t i;
+
+    if (esbulk__response_parse(a->status, a->body ? a->body : "", a->body_len, s->ndocs,
+                               c->cf.retry_cluster_block, &resp) != ESBULK_OK) {
+        for (i = 0; i < s->ndocs; i++)
+            retry_or_give_up(c, s->dest, s->docs[i], 1, ESBULK_ERR_NOMEM, (int32_t)a->status,
+                             NULL, "out of memory reading the response", now);
+        return;
+    }
+    if (a->status == 429)
+        c->counts.http_429++;
+    switch (resp.klass) {
+    case ESBULK__RESP_OK:
+        answer_items(c, s, &resp, now);
+        break;
+    case ESBULK__RESP_RETRY:
+    case ESBULK__RESP_RETRY_AMBIGUOUS:
+        if (a->status >= 500 && a->status != 503)
+            s->target->errors++;
+        for (i = 0; i < s->ndocs; i++)
+            retry_or_give_up(c, s->dest, s->docs[i], resp.klass == ESBULK__RESP_RETRY_AMBIGUOUS,
+                             resp.err != ESBULK_OK ? resp.err : ESBULK_ERR_HTTP,
+                             (int32_t)a->status, resp.error_type, resp.error_reason, now);
+        break;
+    case ESBULK__RESP_SPLIT:
+        c->counts.split_413++;
+        if (s->ndocs == 1) {
+            deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, resp.error_type,
+                    "HTTP 413: the document alone is larger than the server accepts "
+                    "(http.max_content_length)");
+        } else {
+            s->dest->batch_cap = s->ndocs / 2;
+            s->dest->cap_ok = 0;
+            for (i = s->ndocs; i > 0; i--) {
+                s->docs[i - 1]->attempts--; /* a split is not a failed attempt */
+                dest_push(s->dest, s->docs[i - 1], 1, now);
+            }
+        }
+        break;
+    case ESBULK__RESP_FAIL:
+        for (i = 0; i < s->ndocs; i++)
+            deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, resp.err, (int32_t)a->status,
+                    resp.error_type, resp.error_reason);
+        break;
+    }
+    esbulk__response_free(&resp);
+}
+
+static void answer_transport(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answer_t *a,
+                             int64_t now)
+{
+    char why[1024];
+    const char *msg = a->message && *a->message ? a->message : "transport error";
+    esbulk_err_t err = ESBULK_ERR_TRANSPORT;
+    size_t i;
+
+    s->target->errors++;
+    switch (a->kind) {
+    case ESBULK__ANS_TOO_LARGE:
+        snprintf(why, sizeof(why), "%s: the answer is larger than response.max.bytes", s->url);
+        break;
+    case ESBULK__ANS_NOMEM:
+        snprintf(why, sizeof(why), "%s: out of memory reading the answer", s->url);
+        err = ESBULK_ERR_NOMEM;
+        break;
+    default:
+        snprintf(why, sizeof(why), "%s: %s", s->url, msg);
+        break;
+    }
+    /* A node that refused, dropped or could not be reached is marked down;
+     * one that is only slow to answer (timeout after sending) is not. */
+    if (a->kind == ESBULK__ANS_NOT_SENT || a->kind == ESBULK__ANS_BROKEN ||
+        a->kind == ESBULK__ANS_TLS_VERIFY)
+        mark_down(c, s->target, why, now);
+    if (a->kind == ESBULK__ANS_TLS_VERIFY) {
+        /* a certificate that does not verify will not verify on retry */
+        for (i = 0; i < s->ndocs; i++)
+            deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0, NULL, why);
+        return;
+    }
+    for (i = 0; i < s->ndocs; i++)
+        retry_or_give_up(c, s->dest, s->docs[i], a->kind != ESBULK__ANS_NOT_SENT, err, 0, NULL,
+                         why, now);
+}
+
+void esbulk__core_answer(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answer_t *a,
+                         int64_t now)
+{
+    send_unlink(c, s);
+    target_latency(s->target, now - s->start_ms);
+    s->dest->used_ms = now;
+    if (a->kind == ESBULK__ANS_HTTP)
+        answer_http(c, s, a, now);
+    else
+        answer_transport(c, s, a, now);
+    send_free(s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Close, results, statistics */
+
+static void fail_queue(esbulk__core_t *c, esbulk__queue_t *q)
+{
+    esbulk__doc_t *d;
+
+    while ((d = esbulk__queue_pop(q)) != NULL)
+        deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
+                ESBULK_ERR_CLOSED, d->status, NULL, "not delivered: closed");
+}
+
+void esbulk__core_abort(esbulk__core_t *c)
+{
+    dest_t *dest;
+    ix_t *ix;
+
+    /* in flight: sent, so their fate is unknown */
+    while (c->inflight != NULL) {
+        esbulk__send_t *s = c->inflight;
+        size_t k;
+
+        send_unlink(c, s);
+        for (k = 0; k < s->ndocs; k++)
+            deliver(c, s->docs[k], ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_CLOSED, 0, NULL,
+                    "closed while its request was in flight: it may have been indexed");
+        send_free(s);
+    }
+    for (dest = c->dests; dest != NULL; dest = dest->next) {
+        fail_queue(c, &dest->retry_q);
+        fail_queue(c, &dest->q);
+    }
+    for (ix = c->ixs; ix != NULL; ix = ix->next)
+        fail_queue(c, &ix->wait);
+    c->waiting = 0;
+    fail_queue(c, &c->retry);
+    c->retry_min_ms = INT64_MAX;
+}
+
+void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__core_counts_t *n)
+{
+    esbulk__queue_append(out, &c->done);
+    n->retried += c->counts.retried;
+    n->item_429 += c->counts.item_429;
+    n->unrouted += c->counts.unrouted;
+    n->expired += c->counts.expired;
+    n->http_429 += c->counts.http_429;
+    n->split_413 += c->counts.split_413;
+    n->requests += c->counts.requests;
+    n->bytes_raw += c->counts.bytes_raw;
+    n->fetches += c->counts.fetches;
+    memset(&c->counts, 0, sizeof(c->counts));
+}
+
+size_t esbulk__core_inflight(const esbulk__core_t *c) { return c->ninflight; }
+size_t esbulk__core_held(const esbulk__core_t *c) { return c->held; }
+size_t esbulk__core_nindices(const esbulk__core_t *c) { return c->nixs; }
+size_t esbulk__core_ndests(const esbulk__core_t *c) { return c->ndests; }
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+json_t *esbulk__core_node_stats(const esbulk__core_t *c, int64_t now)
+{
+    json_t *arr = json_array();
+    const target_t *t;
+
+    if (arr == NULL)
+        return NULL;
+    for (t = c->targets; t != NULL; t = t->next) {
+        json_t *o = json_object(), *lat = json_object();
+        size_t queued = 0;
+        const dest_t *dest;
+
+        if (o == NULL || lat == NULL) {
+            json_decref(o);
+            json_decref(lat);
+            continue;
+        }
+        for (dest = c->dests; dest != NULL; dest = dest->next)
+            if (dest->kind == DEST_NODE && t->node_id && strcmp(dest->node_id, t->node_id) == 0)
+                queued += dest->q.count;
+        json_object_set_new(o, "url", json_string(t->url));
+        json_object_set_new(o, "name", t->name ? json_string(t->name) : json_null());
+        json_object_set_new(o, "node_id", t->node_id ? json_string(t->node_id) : json_null());
+        json_object_set_new(o, "seed", json_boolean(t->node_id == NULL));
+        json_object_set_new(o, "queued_docs", json_integer((json_int_t)queued));
+        json_object_set_new(o, "inflight", json_integer(t->inflight));
+        json_object_set_new(o, "requests", json_integer((json_int_t)t->requests));
+        json_object_set_new(o, "errors", json_integer((json_int_t)t->errors));
+        json_object_set_new(o, "down", json_boolean(t->down_until > now));
+        if (t->nlat > 0) {
+            int32_t sorted[LAT_RING];
+            memcpy(sorted, t->lat, sizeof(int32_t) * (size_t)t->nlat);
+            qsort(sorted, (size_t)t->nlat, sizeof(int32_t), cmp_i32);
+            json_object_set_new(lat, "p50", json_integer(sorted[(t->nlat - 1) * 50 / 100]));
+            json_object_set_new(lat, "p95", json_integer(sorted[(t->nlat - 1) * 95 / 100]));
+            json_object_set_new(lat, "p99", json_integer(sorted[(t->nlat - 1) * 99 / 100]));
+        }
+        json_object_set_new(o, "latency_ms", lat);
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}

@@ -1,0 +1,194 @@
+/* The engine core: every decision of the bulk engine, as plain code over
+ * plain data. No curl, no threads, no clock and no random source of its own:
+ * time (monotonic milliseconds) and a random seed are passed in, so that a
+ * unit test can feed it documents, topology and canned answers and check
+ * every outcome in milliseconds.
+ *
+ *   documents in        esbulk__core_add()
+ *   topology in         esbulk__core_set_cluster(), esbulk__core_index_fetched()
+ *   topology wanted     esbulk__core_next_fetch(), esbulk__core_refresh_wanted()
+ *   requests out        esbulk__core_next_send()  ("send this batch to that URL")
+ *   answers in          esbulk__core_answer()     (status + body, or a transport class)
+ *   outcomes out        esbulk__core_take_done()
+ *   time                esbulk__core_tick(), esbulk__core_next_deadline()
+ *
+ * The driver (io.c) owns the core on one thread: nothing here locks. */
+#ifndef ESBULK_CORE_H
+#define ESBULK_CORE_H
+
+#include "conf.h"
+#include "doc.h"
+#include "log.h"
+#include "topology.h"
+
+/* Flush decision for one destination (batch.c). */
+typedef struct {
+    size_t flush_bytes, flush_docs;
+    int64_t flush_interval_ms;
+} esbulk__flush_policy_t;
+
+/* True when a destination holding count documents of bytes bytes, the
+ * oldest queued at oldest_ms, should send now. force: a flush or close is
+ * in progress. */
+int esbulk__should_flush(const esbulk__flush_policy_t *p, size_t count, size_t bytes,
+                         int64_t oldest_ms, int64_t now_ms, int force);
+/* When the destination will be due by the interval (INT64_MAX if empty). */
+int64_t esbulk__flush_due_ms(const esbulk__flush_policy_t *p, size_t count, int64_t oldest_ms);
+
+/* Retry policy (retry.c): exponential backoff with full jitter and a cap.
+ * rnd is a uniform random 32-bit value (injected for tests). */
+int64_t esbulk__backoff_ms(int32_t attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd);
+
+/* What to do with a document after a failed attempt. */
+typedef enum {
+    ESBULK__RETRY_NOW = 0,     /* schedule at retry_at */
+    ESBULK__RETRY_GIVE_UP_MAX, /* retry.max used up */
+    ESBULK__RETRY_GIVE_UP_DEADLINE /* retry_at would pass delivery.timeout.ms */
+} esbulk__retry_decision_t;
+
+esbulk__retry_decision_t esbulk__retry_decide(int32_t attempts, int32_t retry_max,
+                                              int64_t now_ms, int64_t deadline_ms,
+                                              int64_t base_ms, int64_t max_ms, uint32_t rnd,
+                                              int64_t *retry_at_ms);
+
+/* The core's settings (from the configuration, read once). */
+typedef struct {
+    esbulk__flush_policy_t flush;
+    esbulk__routing_level_t level;
+    int per_id;                 /* ordering=per_id */
+    int max_inflight;           /* max.inflight.per.node */
+    int32_t retry_max;
+    int64_t backoff_ms, backoff_max_ms;
+    int64_t recheck_ms;         /* node.recheck.ms: a node marked down is tried again after */
+    int retry_cluster_block;
+    int64_t refresh_ms;         /* topology.refresh.interval.ms: an index is re-read after (0: never) */
+    int64_t unknown_recheck_ms; /* an index that does not exist (or failed) is asked again after */
+    int64_t refresh_gap_ms;     /* cluster refreshes asked for at most this often */
+    int64_t idle_ms;            /* topology.idle.ms: unused destinations and indices are freed */
+    int64_t wait_ms;            /* topology.wait.ms: a document of an index not read yet waits
+                                   this long for the layout, then goes unrouted (0: at once;
+                                   ordering=per_id waits for the read, however long) */
+    int failures_only;          /* result.failures_only: successes keep no server strings */
+} esbulk__core_conf_t;
+
+typedef struct esbulk__core_s esbulk__core_t;
+
+/* A request the core wants sent: the documents' lines, concatenated in this
+ * order, POSTed to url + the bulk path. Owned by the core; valid until
+ * esbulk__core_answer() or esbulk__core_unsend(). */
+typedef struct esbulk__send_s {
+    esbulk__doc_t **docs;
+    size_t ndocs;
+    size_t bytes;               /* lines_len summed */
+    const char *url;            /* the target's base URL */
+    void *driver;               /* the driver's own, untouched by the core */
+    /* the core's */
+    struct core_target_s *target;
+    struct core_dest_s *dest;
+    int64_t start_ms;
+    struct esbulk__send_s *prev, *next;
+} esbulk__send_t;
+
+/* How a request ended. */
+typedef enum {
+    ESBULK__ANS_HTTP = 0,   /* an HTTP answer: status and body */
+    ESBULK__ANS_NOT_SENT,   /* nothing was sent (refused, connect failed or timed out):
+                               not applied, retried; the node is marked down */
+    ESBULK__ANS_BROKEN,     /* sent, then the connection failed without an answer: maybe
+                               applied; the node is marked down */
+    ESBULK__ANS_TIMEOUT,    /* sent, no answer within request.timeout.ms: maybe applied */
+    ESBULK__ANS_TLS_VERIFY, /* the certificate does not verify: not retried */
+    ESBULK__ANS_TOO_LARGE,  /* the answer exceeded response.max.bytes: maybe applied */
+    ESBULK__ANS_NOMEM       /* the driver ran out of memory reading it: maybe applied */
+} esbulk__ans_kind_t;
+
+typedef struct {
+    esbulk__ans_kind_t kind;
+    long status;            /* ESBULK__ANS_HTTP */
+    const char *body;       /* ESBULK__ANS_HTTP, not NUL-terminated; may be NULL if 0 */
+    size_t body_len;
+    const char *message;    /* the others: what happened, for the reasons (may be NULL) */
+} esbulk__answer_t;
+
+/* Counts of events the results do not show, since the last take. */
+typedef struct {
+    uint64_t retried, item_429, unrouted, expired, http_429, split_413, requests, bytes_raw;
+    uint64_t fetches;       /* index metadata fetches asked for */
+} esbulk__core_counts_t;
+
+/* A core, or NULL if out of memory. log may be NULL. seed: the random
+ * source's start (backoff jitter, the pick among nodes). */
+esbulk__core_t *esbulk__core_new(const esbulk__core_conf_t *conf, const esbulk__log_t *log,
+                                 uint64_t seed);
+/* Frees the core. Documents it still holds are freed without a result:
+ * call esbulk__core_abort() and esbulk__core_take_done() first. */
+void esbulk__core_free(esbulk__core_t *core);
+
+/* The seed URLs (base URLs, copied). ESBULK_ERR_NOMEM. */
+esbulk_err_t esbulk__core_set_seeds(esbulk__core_t *core, const char *const *urls, int n);
+
+/* A cluster view (a new reference, taken over; NULL: the cluster cannot be
+ * read now: send to the seeds). The node targets follow it; every known
+ * index is read again when the node set changed. */
+void esbulk__core_set_cluster(esbulk__core_t *core, esbulk__cluster_t *cluster, int64_t now);
+
+/* The cluster read that was asked for could not be made (out of memory):
+ * the view stays as it is and is asked for again later. */
+void esbulk__core_cluster_failed(esbulk__core_t *core);
+
+/* The next index whose metadata the core wants fetched, NULL if none: at
+ * most one fetch per index is outstanding; the name stays valid until
+ * esbulk__core_index_fetched() for it. */
+const char *esbulk__core_next_fetch(esbulk__core_t *core, int64_t now);
+/* The fetch of name finished: e is a new reference (taken over), or NULL
+ * when the fetch failed (err, errstr say why; asked again after
+ * unknown_recheck_ms). */
+void esbulk__core_index_fetched(esbulk__core_t *core, const char *name, esbulk__index_t *e,
+                                esbulk_err_t err, const char *errstr, int64_t now);
+/* True (once) when a node failed and the cluster view should be read again. */
+int esbulk__core_refresh_wanted(esbulk__core_t *core, int64_t now);
+
+/* Takes d over: routes it and queues it for sending. */
+void esbulk__core_add(esbulk__core_t *core, esbulk__doc_t *d, int64_t now);
+
+/* The next request to send, NULL when none is due (or no node has a free
+ * request slot). force: a flush or close wants everything sent now. The
+ * documents' attempts are counted here. */
+esbulk__send_t *esbulk__core_next_send(esbulk__core_t *core, int force, int64_t now);
+/* The driver could not start s (out of memory): its documents go back,
+ * first in line, and the attempt is not counted. s is freed. */
+void esbulk__core_unsend(esbulk__core_t *core, esbulk__send_t *s, int64_t now);
+/* s ended as a says: outcomes, retries, splits. s is freed. */
+void esbulk__core_answer(esbulk__core_t *core, esbulk__send_t *s, const esbulk__answer_t *a,
+                         int64_t now);
+
+/* Time passes: retries that are due go back in line, documents past
+ * delivery.timeout.ms fail, idle destinations and indices are freed. */
+void esbulk__core_tick(esbulk__core_t *core, int64_t now);
+/* The next time something is due (INT64_MAX: nothing): a retry, a flush by
+ * interval, an expiry scan, a fetch. */
+int64_t esbulk__core_next_deadline(esbulk__core_t *core, int64_t now);
+
+/* Close: every document still held gets its result: POSSIBLY for those in
+ * flight (their sends are freed: the driver must drop its transfers
+ * first), FAILED (ESBULK_ERR_CLOSED) for the rest. */
+void esbulk__core_abort(esbulk__core_t *core);
+
+/* Moves the documents whose outcome is known to out (in no order) and
+ * adds the counts since the last take to *counts. */
+void esbulk__core_take_done(esbulk__core_t *core, esbulk__queue_t *out,
+                            esbulk__core_counts_t *counts);
+
+/* Requests in flight; documents held (queued, waiting, in flight). */
+size_t esbulk__core_inflight(const esbulk__core_t *core);
+size_t esbulk__core_held(const esbulk__core_t *core);
+/* Index entries and destinations held (bounded by topology.idle.ms). */
+size_t esbulk__core_nindices(const esbulk__core_t *core);
+size_t esbulk__core_ndests(const esbulk__core_t *core);
+
+/* Per-node statistics as a JSON array (a new reference, NULL if out of
+ * memory): url, name, node_id, seed, queued_docs, inflight, requests,
+ * errors, down, latency_ms {p50, p95, p99}. */
+json_t *esbulk__core_node_stats(const esbulk__core_t *core, int64_t now);
+
+#endif

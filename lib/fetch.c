@@ -1,0 +1,188 @@
+/* The topology thread. */
+#include "fetch.h"
+#include "http.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct esbulk__fetch_s {
+    esbulk_topology_t *topo;
+    void (*wake)(void *);
+    void *wake_arg;
+    esbulk__http_cancel_t cancel;
+    pthread_t thread;
+    pthread_mutex_t lock;       /* guards what follows */
+    pthread_cond_t cond;
+    int stop;
+    esbulk__fetched_t *cluster_ask;      /* a cluster read asked for */
+    esbulk__fetched_t *asks, *asks_tail; /* index reads asked for */
+    esbulk__fetched_t *answers, *answers_tail;
+};
+
+void esbulk__fetched_free(esbulk__fetched_t *a)
+{
+    if (a == NULL)
+        return;
+    free(a->name);
+    esbulk__cluster_release(a->cluster);
+    esbulk__index_release(a->e);
+    free(a);
+}
+
+static void post(esbulk__fetch_t *f, esbulk__fetched_t *a)
+{
+    pthread_mutex_lock(&f->lock);
+    if (f->answers_tail)
+        f->answers_tail->next = a;
+    else
+        f->answers = a;
+    f->answers_tail = a;
+    pthread_mutex_unlock(&f->lock);
+    f->wake(f->wake_arg);
+}
+
+static void *fetch_main(void *arg)
+{
+    esbulk__fetch_t *f = arg;
+
+    esbulk__http_set_thread_cancel(&f->cancel);
+    for (;;) {
+        esbulk__fetched_t *a;
+
+        pthread_mutex_lock(&f->lock);
+        while (!f->stop && f->cluster_ask == NULL && f->asks == NULL)
+            pthread_cond_wait(&f->cond, &f->lock);
+        if (f->stop) {
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+        /* the cluster view first: index reads depend on it */
+        if ((a = f->cluster_ask) != NULL) {
+            f->cluster_ask = NULL;
+        } else {
+            a = f->asks;
+            f->asks = a->next;
+            if (f->asks == NULL)
+                f->asks_tail = NULL;
+        }
+        a->next = NULL;
+        pthread_mutex_unlock(&f->lock);
+        /* answers are allocated when asked for: an answer always comes */
+        if (a->name == NULL)
+            a->err = esbulk__topology_get_cluster(f->topo, 1, &a->cluster, a->errstr,
+                                                  sizeof(a->errstr));
+        else
+            a->err = esbulk__topology_fetch_index(f->topo, a->name, &a->e, a->errstr,
+                                                  sizeof(a->errstr));
+        post(f, a);
+    }
+    esbulk__http_set_thread_cancel(NULL);
+    return NULL;
+}
+
+esbulk__fetch_t *esbulk__fetch_start(esbulk_topology_t *topo, void (*wake)(void *), void *arg)
+{
+    esbulk__fetch_t *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return NULL;
+    if (esbulk__http_cancel_init(&f->cancel) != ESBULK_OK) {
+        esbulk__http_cancel_free(&f->cancel);
+        free(f);
+        return NULL;
+    }
+    f->topo = topo;
+    f->wake = wake;
+    f->wake_arg = arg;
+    if ((f->cluster_ask = calloc(1, sizeof(*f->cluster_ask))) == NULL) {
+        esbulk__http_cancel_free(&f->cancel);
+        free(f);
+        return NULL;
+    }
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cond, NULL);
+    if (pthread_create(&f->thread, NULL, fetch_main, f) != 0) {
+        pthread_mutex_destroy(&f->lock);
+        pthread_cond_destroy(&f->cond);
+        esbulk__http_cancel_free(&f->cancel);
+        free(f->cluster_ask);
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void esbulk__fetch_stop(esbulk__fetch_t *f)
+{
+    esbulk__fetched_t *a;
+
+    if (f == NULL)
+        return;
+    pthread_mutex_lock(&f->lock);
+    f->stop = 1;
+    pthread_cond_signal(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    esbulk__http_cancel(&f->cancel);
+    pthread_join(f->thread, NULL);
+    esbulk__fetched_free(f->cluster_ask);
+    while ((a = f->asks) != NULL) {
+        f->asks = a->next;
+        esbulk__fetched_free(a);
+    }
+    while ((a = f->answers) != NULL) {
+        f->answers = a->next;
+        esbulk__fetched_free(a);
+    }
+    esbulk__http_cancel_free(&f->cancel);
+    pthread_mutex_destroy(&f->lock);
+    pthread_cond_destroy(&f->cond);
+    free(f);
+}
+
+esbulk_err_t esbulk__fetch_cluster(esbulk__fetch_t *f)
+{
+    esbulk__fetched_t *a = calloc(1, sizeof(*a));
+
+    if (a == NULL)
+        return ESBULK_ERR_NOMEM;
+    pthread_mutex_lock(&f->lock);
+    if (f->cluster_ask == NULL) {
+        f->cluster_ask = a;
+        a = NULL;
+    }
+    pthread_cond_signal(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    free(a); /* one was asked for already */
+    return ESBULK_OK;
+}
+
+esbulk_err_t esbulk__fetch_index(esbulk__fetch_t *f, const char *name)
+{
+    esbulk__fetched_t *a = calloc(1, sizeof(*a));
+
+    if (a == NULL || (a->name = esbulk__strdup(name)) == NULL) {
+        free(a);
+        return ESBULK_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&f->lock);
+    if (f->asks_tail)
+        f->asks_tail->next = a;
+    else
+        f->asks = a;
+    f->asks_tail = a;
+    pthread_cond_signal(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    return ESBULK_OK;
+}
+
+esbulk__fetched_t *esbulk__fetch_take(esbulk__fetch_t *f)
+{
+    esbulk__fetched_t *a;
+
+    pthread_mutex_lock(&f->lock);
+    a = f->answers;
+    f->answers = f->answers_tail = NULL;
+    pthread_mutex_unlock(&f->lock);
+    return a;
+}

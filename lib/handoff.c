@@ -1,0 +1,83 @@
+/* The hand-off between the callers' threads and the I/O thread: documents
+ * added go to eb->incoming, outcomes come back to eb->results, statistics
+ * are published; each exchange takes eb->lock once. The callers' side
+ * (adding, serving) is in esbulk.c; the I/O thread calls only these. */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
+                          esbulk__handoff_flags_t *flags)
+{
+    pthread_mutex_lock(&eb->lock);
+    esbulk__queue_append(incoming, &eb->incoming);
+    flags->force = eb->flushers > 0 || eb->closing;
+    flags->terminate = eb->terminate;
+    flags->abort_all = eb->abort_all;
+    pthread_mutex_unlock(&eb->lock);
+}
+
+void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__core_counts_t *n,
+                             uint64_t bytes_sent)
+{
+    int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
+    esbulk__queue_t drop = {0};
+    esbulk__doc_t *d;
+    size_t freed_bytes = 0;
+
+    for (d = q->head; d != NULL; d = d->next) {
+        free(d->lines); /* the body is not needed any more */
+        d->lines = NULL;
+        freed_bytes += d->body_bytes;
+        d->body_bytes = 0;
+    }
+    pthread_mutex_lock(&eb->lock);
+    eb->buffered_bytes -= freed_bytes;
+    eb->stats.retried += n->retried;
+    eb->stats.item_429 += n->item_429;
+    eb->stats.unrouted += n->unrouted;
+    eb->stats.expired += n->expired;
+    eb->stats.http_429 += n->http_429;
+    eb->stats.split_413 += n->split_413;
+    eb->stats.requests += n->requests;
+    eb->stats.bytes_raw += n->bytes_raw;
+    eb->stats.fetches += n->fetches;
+    eb->stats.bytes_sent += bytes_sent;
+    while ((d = esbulk__queue_pop(q)) != NULL) {
+        switch (d->outcome) {
+        case ESBULK_OUTCOME_INDEXED: eb->stats.indexed++; break;
+        case ESBULK_OUTCOME_FAILED: eb->stats.failed++; break;
+        case ESBULK_OUTCOME_POSSIBLY: eb->stats.possibly++; break;
+        }
+        if (d->err == ESBULK_ERR_CLOSED)
+            eb->stats.closed++;
+        if (d->outcome == ESBULK_OUTCOME_INDEXED && failures_only) {
+            /* served at once: nobody asked to see successes */
+            if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
+            if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
+            eb->buffered_docs--;
+            esbulk__queue_push(&drop, d);
+            continue;
+        }
+        esbulk__queue_push(&eb->results, d);
+    }
+    pthread_cond_broadcast(&eb->cond_space);
+    pthread_cond_broadcast(&eb->cond_results);
+    pthread_mutex_unlock(&eb->lock);
+    while ((d = esbulk__queue_pop(&drop)) != NULL)
+        esbulk__doc_free(d);
+}
+
+void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,
+                             size_t destinations)
+{
+    pthread_mutex_lock(&eb->lock);
+    if (node_stats != NULL) {
+        free(eb->node_stats);
+        eb->node_stats = node_stats;
+    }
+    eb->stats.indices = indices;
+    eb->stats.destinations = destinations;
+    pthread_mutex_unlock(&eb->lock);
+}

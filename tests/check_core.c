@@ -1,0 +1,921 @@
+/* The engine core (lib/core.c) fed documents, topology and canned answers,
+ * with time passed in: every outcome rule of the README's "Decisions",
+ * without a cluster, a thread or a socket. */
+#include "core.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------- */
+/* Fixtures */
+
+static const char *const SEEDS[] = {"http://seed:9200"};
+
+static esbulk__core_conf_t base_conf(void)
+{
+    esbulk__core_conf_t cf;
+
+    memset(&cf, 0, sizeof(cf));
+    cf.flush.flush_docs = 10;
+    cf.flush.flush_bytes = 1 << 20;
+    cf.flush.flush_interval_ms = 1000;
+    cf.level = ESBULK__ROUTING_NODE;
+    cf.max_inflight = 2;
+    cf.retry_max = 3;
+    cf.backoff_ms = 100;
+    cf.backoff_max_ms = 1000;
+    cf.recheck_ms = 2000;
+    cf.refresh_ms = 60000;
+    cf.unknown_recheck_ms = 1000;
+    cf.refresh_gap_ms = 1000;
+    cf.idle_ms = 300000;
+    cf.wait_ms = 2000;
+    return cf;
+}
+
+/* A cluster of n nodes n0.. at http://nI:9200 (one reference). */
+static esbulk__cluster_t *cluster_new(int n, const char *const *ids)
+{
+    esbulk__cluster_t *c = calloc(1, sizeof(*c));
+    char buf[64];
+    int i;
+
+    atomic_init(&c->refs, 1);
+    c->distribution = strdup("opensearch");
+    c->version = strdup("2.19.6");
+    c->nodes = calloc((size_t)n, sizeof(*c->nodes));
+    c->nnodes = n;
+    for (i = 0; i < n; i++) {
+        c->nodes[i].id = strdup(ids[i]);
+        c->nodes[i].name = strdup(ids[i]);
+        snprintf(buf, sizeof(buf), "http://%s:9200", ids[i]);
+        c->nodes[i].http = strdup(buf);
+        c->nodes[i].reachable = 1;
+    }
+    return c;
+}
+
+static const char *const NODES3[] = {"n0", "n1", "n2"};
+
+/* An index entry of `shards` shards whose shard s has its primary on node
+ * primary[s] of c (a new reference; takes a reference to c). */
+static esbulk__index_t *index_new(const char *name, esbulk__idx_state_t state, int32_t shards,
+                                  const int32_t *primary, esbulk__cluster_t *c)
+{
+    esbulk__index_t *e = calloc(1, sizeof(*e));
+    int32_t s;
+
+    atomic_init(&e->refs, 1);
+    e->name = strdup(name);
+    e->write_index = strdup(name);
+    e->state = state;
+    esbulk__layout_init(&e->layout);
+    e->layout.shards = shards;
+    if (state != ESBULK__IDX_OK)
+        e->reason = strdup("index does not exist (yet)");
+    if (primary != NULL) {
+        e->primary = malloc(sizeof(*e->primary) * (size_t)shards);
+        for (s = 0; s < shards; s++)
+            e->primary[s] = primary[s];
+    }
+    atomic_fetch_add(&c->refs, 1);
+    e->cluster = c;
+    return e;
+}
+
+/* Documents carry their number as the opaque. */
+static esbulk__doc_t *doc_new(esbulk_op_t op, const char *index, const char *id, long n,
+                              int64_t deadline)
+{
+    size_t il = strlen(index), dl = id ? strlen(id) : 0;
+    esbulk__doc_t *d = calloc(1, sizeof(*d) + il + 1 + dl + 1);
+    char *p = (char *)(d + 1);
+    char lines[256];
+
+    d->op = op;
+    d->index = memcpy(p, index, il);
+    if (id != NULL) {
+        d->id = memcpy(p + il + 1, id, dl);
+        d->id_len = dl;
+    }
+    d->opaque = (void *)n;
+    d->seq_no = d->primary_term = d->version = -1;
+    d->deadline_ms = deadline;
+    snprintf(lines, sizeof(lines), "{\"index\":{\"_index\":\"%s\"}}\n{\"n\":%ld}\n", index, n);
+    d->lines = strdup(lines);
+    d->lines_len = strlen(lines);
+    d->body_bytes = d->lines_len;
+    return d;
+}
+
+static long num(const esbulk__doc_t *d)
+{
+    return (long)d->opaque;
+}
+
+typedef struct {
+    esbulk__core_t *core;
+    esbulk__queue_t done;
+    esbulk__core_counts_t counts;
+    esbulk__cluster_t *cluster;
+} fx_t;
+
+static fx_t fx;
+
+static void fx_open(const esbulk__core_conf_t *cf)
+{
+    memset(&fx, 0, sizeof(fx));
+    fx.core = esbulk__core_new(cf, NULL, 42);
+    ck_assert_ptr_nonnull(fx.core);
+    ck_assert_int_eq(esbulk__core_set_seeds(fx.core, SEEDS, 1), ESBULK_OK);
+}
+
+/* A core with a 3-node cluster and index "logs" of 3 shards, primaries
+ * shard s on node s, all known. */
+static void fx_open_known(const esbulk__core_conf_t *cf, int64_t now)
+{
+    const int32_t prim[3] = {0, 1, 2};
+    const char *name;
+
+    fx_open(cf);
+    fx.cluster = cluster_new(3, NODES3);
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    /* the index is read when first used: ask and answer it now */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "warm", -1, 0), now);
+    name = esbulk__core_next_fetch(fx.core, now);
+    ck_assert_str_eq(name, "logs");
+    esbulk__core_index_fetched(fx.core, "logs",
+                               index_new("logs", ESBULK__IDX_OK, 3, prim, fx.cluster), ESBULK_OK,
+                               NULL, now);
+}
+
+/* Takes the outcomes known so far into fx.done. */
+static void take(void)
+{
+    esbulk__core_take_done(fx.core, &fx.done, &fx.counts);
+}
+
+/* Pops the outcome of document n from fx.done (fails if absent). */
+static esbulk__doc_t *outcome_of(long n)
+{
+    esbulk__queue_t keep = {0};
+    esbulk__doc_t *d, *found = NULL;
+
+    take();
+    while ((d = esbulk__queue_pop(&fx.done)) != NULL) {
+        if (found == NULL && num(d) == n)
+            found = d;
+        else
+            esbulk__queue_push(&keep, d);
+    }
+    fx.done = keep;
+    ck_assert_msg(found != NULL, "document %ld has no outcome", n);
+    return found;
+}
+
+static void expect(long n, esbulk_outcome_t outcome, esbulk_err_t err, int32_t status)
+{
+    esbulk__doc_t *d = outcome_of(n);
+
+    ck_assert_msg(d->outcome == outcome && d->err == err && d->status == status,
+                  "document %ld: outcome %d err %d status %d, expected %d %d %d (%s)", n,
+                  d->outcome, d->err, d->status, outcome, err, status,
+                  d->r_error_reason ? d->r_error_reason : "");
+    esbulk__doc_free(d);
+}
+
+/* Drops the warm-up document's outcome (number -1), if any. */
+static void drop_warm(void)
+{
+    esbulk__queue_t keep = {0};
+    esbulk__doc_t *d;
+
+    take();
+    while ((d = esbulk__queue_pop(&fx.done)) != NULL) {
+        if (num(d) == -1)
+            esbulk__doc_free(d);
+        else
+            esbulk__queue_push(&keep, d);
+    }
+    fx.done = keep;
+}
+
+static void fx_close(void)
+{
+    esbulk__doc_t *d;
+
+    take();
+    /* every document has had its one outcome */
+    ck_assert_uint_eq(esbulk__core_held(fx.core), 0);
+    while ((d = esbulk__queue_pop(&fx.done)) != NULL)
+        esbulk__doc_free(d);
+    esbulk__core_free(fx.core);
+    esbulk__cluster_release(fx.cluster);
+}
+
+/* An answer of HTTP status with body. */
+static void answer_http(esbulk__send_t *s, long status, const char *body, int64_t now)
+{
+    esbulk__answer_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.kind = ESBULK__ANS_HTTP;
+    a.status = status;
+    a.body = body;
+    a.body_len = body ? strlen(body) : 0;
+    esbulk__core_answer(fx.core, s, &a, now);
+}
+
+static void answer_kind(esbulk__send_t *s, esbulk__ans_kind_t kind, int64_t now)
+{
+    esbulk__answer_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.kind = kind;
+    a.message = "canned transport failure";
+    esbulk__core_answer(fx.core, s, &a, now);
+}
+
+/* A 200 answer for s whose item i has status statuses[i] (all 201 when
+ * statuses is NULL). */
+static void answer_items(esbulk__send_t *s, const int *statuses, int64_t now)
+{
+    char *body = malloc(64 + s->ndocs * 200), *p = body;
+    size_t i;
+
+    p += sprintf(p, "{\"took\":1,\"errors\":false,\"items\":[");
+    for (i = 0; i < s->ndocs; i++) {
+        int st = statuses ? statuses[i] : 201;
+        if (st < 300)
+            p += sprintf(p, "%s{\"index\":{\"_index\":\"%s\",\"_id\":\"x%zu\",\"status\":%d,"
+                         "\"result\":\"created\",\"_seq_no\":%zu,\"_primary_term\":1,"
+                         "\"_version\":1}}", i ? "," : "", s->docs[i]->index, i, st, i);
+        else
+            p += sprintf(p, "%s{\"index\":{\"_index\":\"%s\",\"_id\":\"x%zu\",\"status\":%d,"
+                         "\"error\":{\"type\":\"%s\",\"reason\":\"canned\"}}}", i ? "," : "",
+                         s->docs[i]->index, i, st,
+                         st == 429 ? "es_rejected_execution_exception"
+                         : st == 409 ? "version_conflict_engine_exception"
+                                     : "mapper_parsing_exception");
+    }
+    sprintf(p, "]}");
+    answer_http(s, 200, body, now);
+    free(body);
+}
+
+static esbulk__send_t *must_send(int force, int64_t now)
+{
+    esbulk__send_t *s = esbulk__core_next_send(fx.core, force, now);
+
+    ck_assert_msg(s != NULL, "a request was due at %lld", (long long)now);
+    return s;
+}
+
+/* The node (0..2) a send goes to. */
+static int node_of(const esbulk__send_t *s)
+{
+    const char *p = strstr(s->url, "://n");
+    return p ? p[4] - '0' : -1;
+}
+
+static int32_t shard_of(const esbulk__doc_t *d)
+{
+    esbulk_layout_t l;
+    int32_t shard = -1;
+
+    esbulk__layout_init(&l);
+    l.shards = 3;
+    ck_assert_int_eq(esbulk_layout_shard(&l, d->id, d->id_len, NULL, 0, &shard), ESBULK_OK);
+    return shard;
+}
+
+static void add(long n, const char *id, int64_t now)
+{
+    char idbuf[32];
+
+    if (id == NULL) {
+        snprintf(idbuf, sizeof(idbuf), "id-%ld", n);
+        id = idbuf;
+    }
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", id, n, 0), now);
+}
+
+/* ------------------------------------------------------------------------- */
+
+/* Documents of a known index go to the node of their primary, grouped. */
+START_TEST(test_routes_to_primaries)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    long n, sent = 0;
+    size_t i;
+
+    cf.flush.flush_docs = 1000;
+    fx_open_known(&cf, now);
+    for (n = 0; n < 300; n++)
+        add(n, NULL, now);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 0, now)); /* not due yet */
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        for (i = 0; i < s->ndocs; i++) {
+            if (num(s->docs[i]) >= 0) {
+                ck_assert_int_eq(shard_of(s->docs[i]), node_of(s));
+                sent++;
+            }
+        }
+        answer_items(s, NULL, now);
+    }
+    ck_assert_int_eq(sent, 300);
+    drop_warm();
+    for (n = 0; n < 300; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    ck_assert_uint_eq(fx.counts.unrouted, 0);
+    fx_close();
+}
+END_TEST
+
+/* An index not read yet: its documents wait for the first read, then are
+ * routed; a read that does not come within topology.wait.ms sends them
+ * unrouted, and other indices keep sending meanwhile. */
+START_TEST(test_waits_for_layout_then_unrouted)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int32_t prim[3] = {0, 1, 2};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    fx_open(&cf);
+    fx.cluster = cluster_new(3, NODES3);
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    add(1, "a", now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    ck_assert_ptr_null(esbulk__core_next_fetch(fx.core, now)); /* one read per index */
+    add(2, "b", now);
+    ck_assert_ptr_null(esbulk__core_next_fetch(fx.core, now));
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now)); /* waiting for the layout */
+    ck_assert_int_le(esbulk__core_next_deadline(fx.core, now), now + cf.wait_ms);
+    esbulk__core_index_fetched(fx.core, "logs", index_new("logs", ESBULK__IDX_OK, 3, prim,
+                                                          fx.cluster), ESBULK_OK, NULL, now + 5);
+    s = must_send(1, now + 5);
+    answer_items(s, NULL, now + 6);
+    while ((s = esbulk__core_next_send(fx.core, 1, now + 6)) != NULL)
+        answer_items(s, NULL, now + 6);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    ck_assert_uint_eq(fx.counts.unrouted, 0);
+
+    /* a second index whose read never answers */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "slow", "s1", 3, 0), now + 10);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now + 10), "slow");
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now + 10));
+    /* the known index keeps sending while "slow" waits */
+    add(4, "c", now + 20);
+    s = must_send(1, now + 20);
+    ck_assert_int_eq(num(s->docs[0]), 4);
+    answer_items(s, NULL, now + 21);
+    expect(4, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    esbulk__core_tick(fx.core, now + 10 + cf.wait_ms);
+    s = must_send(1, now + 10 + cf.wait_ms);
+    ck_assert_int_eq(num(s->docs[0]), 3);
+    ck_assert_int_eq(s->docs[0]->unrouted, 1);
+    answer_items(s, NULL, now + 10 + cf.wait_ms);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    ck_assert_uint_eq(fx.counts.unrouted, 1);
+    esbulk__core_index_fetched(fx.core, "slow", NULL, ESBULK_ERR_TRANSPORT, "canned", now + 5000);
+    fx_close();
+}
+END_TEST
+
+/* A request that broke after it was sent: documents with an _id are
+ * retried, those without one are POSSIBLY at once. */
+START_TEST(test_ambiguous_with_and_without_id)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    add(1, "with-id", now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, 2, 0), now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 2);
+    answer_kind(s, ESBULK__ANS_BROKEN, now + 10);
+    expect(2, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_TRANSPORT, 0);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now + 10)); /* backing off */
+    esbulk__core_tick(fx.core, now + 10 + cf.backoff_ms);
+    s = must_send(1, now + 10 + cf.backoff_ms);
+    ck_assert_int_eq(num(s->docs[0]), 1);
+    answer_items(s, NULL, now + 200);
+    {
+        esbulk__doc_t *d = outcome_of(1);
+        ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
+        ck_assert_int_eq(d->attempts, 2);
+        esbulk__doc_free(d);
+    }
+    /* a timeout after sending is ambiguous too, but the node is not down */
+    add(3, "t", now + 300);
+    s = must_send(1, now + 300);
+    answer_kind(s, ESBULK__ANS_TIMEOUT, now + 400);
+    ck_assert_int_eq(esbulk__core_refresh_wanted(fx.core, now + 400), 1); /* no view yet */
+    esbulk__core_set_cluster(fx.core, NULL, now + 400);
+    esbulk__core_tick(fx.core, now + 400 + cf.backoff_ms);
+    s = must_send(1, now + 400 + cf.backoff_ms);
+    answer_items(s, NULL, now + 600);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* A create retried after a broken attempt that meets 409 was most likely
+ * created by that attempt: POSSIBLY. A 409 on a first attempt is FAILED. */
+START_TEST(test_409_after_ambiguous_create)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int conflict[2] = {409, 409};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_CREATE, "logs", "c1", 1, 0), now);
+    s = must_send(1, now);
+    answer_kind(s, ESBULK__ANS_BROKEN, now);
+    esbulk__core_tick(fx.core, now + cf.backoff_ms);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_CREATE, "logs", "c2", 2, 0), now + cf.backoff_ms);
+    s = must_send(1, now + cf.backoff_ms);
+    ck_assert_uint_eq(s->ndocs, 2);
+    answer_items(s, conflict, now + 200);
+    expect(1, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, 409);
+    expect(2, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 409);
+    fx_close();
+}
+END_TEST
+
+/* 413 halves the batch down to one document, which then fails alone; the
+ * others go through. A split is not a failed attempt. */
+START_TEST(test_413_split_to_one)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    long n;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    for (n = 0; n < 4; n++)
+        add(n, NULL, now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 4);
+    answer_http(s, 413, "", now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 2);
+    answer_http(s, 413, "", now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 1);
+    ck_assert_int_eq(num(s->docs[0]), 0);
+    ck_assert_int_eq(s->docs[0]->attempts, 1);
+    answer_http(s, 413, "", now);
+    expect(0, ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        ck_assert_uint_eq(s->ndocs, 1);
+        answer_items(s, NULL, now);
+    }
+    for (n = 1; n < 4; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    ck_assert_uint_eq(fx.counts.split_413, 3);
+    fx_close();
+}
+END_TEST
+
+/* Item 429/503 are retried alone and go first in line, in their order;
+ * the other items' outcomes stand. */
+START_TEST(test_item_retry_goes_first)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int st[4] = {201, 429, 201, 503};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    long n;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    for (n = 0; n < 4; n++)
+        add(n, NULL, now);
+    s = must_send(1, now);
+    answer_items(s, st, now);
+    expect(0, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    ck_assert_uint_eq(fx.counts.item_429, 1);
+    for (n = 10; n < 13; n++)
+        add(n, NULL, now + 1);
+    esbulk__core_tick(fx.core, now + cf.backoff_ms);
+    s = must_send(1, now + cf.backoff_ms);
+    ck_assert_uint_eq(s->ndocs, 5);
+    ck_assert_int_eq(num(s->docs[0]), 1);
+    ck_assert_int_eq(num(s->docs[1]), 3);
+    ck_assert_int_eq(num(s->docs[2]), 10);
+    answer_items(s, NULL, now + 200);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    for (n = 10; n < 13; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* retry.max more attempts after the first, then RETRIES_EXHAUSTED. */
+START_TEST(test_retry_max)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    int attempt;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.retry_max = 2;
+    fx_open(&cf);
+    add(1, NULL, now);
+    for (attempt = 1; attempt <= 3; attempt++) {
+        esbulk__core_tick(fx.core, now);
+        s = must_send(1, now);
+        ck_assert_int_eq(s->docs[0]->attempts, attempt);
+        answer_http(s, 503, "{\"error\":{\"type\":\"unavailable\",\"reason\":\"busy\"},\"status\":503}",
+                    now);
+        now += cf.backoff_max_ms;
+    }
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    expect(1, ESBULK_OUTCOME_FAILED, ESBULK_ERR_RETRIES_EXHAUSTED, 503);
+    ck_assert_uint_eq(fx.counts.retried, 2);
+    fx_close();
+}
+END_TEST
+
+/* delivery.timeout.ms: a retry that would come after the deadline gives up;
+ * a document that waits in a queue past it fails there. */
+START_TEST(test_delivery_timeout)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s, *s2;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.max_inflight = 1;
+    cf.retry_max = 100;
+    cf.backoff_ms = 1000;
+    cf.backoff_max_ms = 1000;
+    fx_open(&cf);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, now + 500), now);
+    s = must_send(1, now);
+    /* the only target is busy: the next document waits in its queue */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "b", 2, now + 300), now);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    esbulk__core_tick(fx.core, now + 300);
+    expect(2, ESBULK_OUTCOME_FAILED, ESBULK_ERR_DELIVERY_TIMEOUT, 0);
+    ck_assert_uint_eq(fx.counts.expired, 1);
+    /* a 503: the backoff (up to 1 s) would pass the deadline in 0.5 s unless
+     * the jitter is small; retried until the deadline either way */
+    answer_http(s, 503, "", now + 10);
+    for (now += 10; esbulk__core_held(fx.core) > 0; now += 50) {
+        esbulk__core_tick(fx.core, now);
+        if ((s2 = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+            answer_http(s2, 503, "", now);
+        ck_assert_int_le(now, 1000 + 600);
+    }
+    expect(1, ESBULK_OUTCOME_FAILED, ESBULK_ERR_DELIVERY_TIMEOUT, 503);
+    fx_close();
+}
+END_TEST
+
+/* ordering=per_id: one request at a time per shard, and a retry goes
+ * before a later version of the same id. */
+START_TEST(test_per_id_ordering)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int st[1] = {429};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    cf.per_id = 1;
+    fx_open_known(&cf, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now); /* the warm-up document */
+    drop_warm();
+    add(1, "same", now);
+    s = must_send(1, now);
+    ck_assert_int_eq(num(s->docs[0]), 1);
+    add(2, "same", now + 1); /* version 2 of the same id */
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now + 1)); /* one in flight */
+    answer_items(s, st, now + 2);                                     /* v1: item 429 */
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now + 2)); /* retry goes first */
+    esbulk__core_tick(fx.core, now + 2 + cf.backoff_ms);
+    s = must_send(1, now + 2 + cf.backoff_ms);
+    ck_assert_int_eq(num(s->docs[0]), 1);
+    ck_assert_uint_eq(s->ndocs, 2);
+    ck_assert_int_eq(num(s->docs[1]), 2);
+    answer_items(s, NULL, now + 200);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* per_id: documents wait for their index's first read (no wait cap), and
+ * an index that went unrouted holds its shard destinations back until the
+ * unrouted ones have ended. */
+START_TEST(test_per_id_waits_and_unrouted_first)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int32_t prim[3] = {0, 1, 2};
+    esbulk__send_t *s, *u;
+    int64_t now = 1000;
+
+    cf.per_id = 1;
+    fx_open(&cf);
+    fx.cluster = cluster_new(3, NODES3);
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    add(1, "x", now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    esbulk__core_tick(fx.core, now + 10 * cf.wait_ms);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now + 10 * cf.wait_ms));
+    /* the index does not exist yet: unrouted, in its own destination */
+    esbulk__core_index_fetched(fx.core, "logs", index_new("logs", ESBULK__IDX_UNKNOWN, 1, NULL,
+                                                          fx.cluster), ESBULK_OK, NULL, now);
+    u = must_send(1, now);
+    ck_assert_int_eq(u->docs[0]->unrouted, 1);
+    /* asked again when used after the recheck time; meanwhile version 2
+     * of x goes the way of version 1 */
+    now += cf.unknown_recheck_ms;
+    add(2, "x", now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now)); /* one in flight */
+    /* now it exists: version 3 is routed, but waits for what went unrouted */
+    esbulk__core_index_fetched(fx.core, "logs", index_new("logs", ESBULK__IDX_OK, 3, prim,
+                                                          fx.cluster), ESBULK_OK, NULL, now);
+    add(3, "x", now);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    answer_items(u, NULL, now);
+    s = must_send(1, now);
+    ck_assert_int_eq(num(s->docs[0]), 2);
+    ck_assert_uint_eq(s->ndocs, 1);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now)); /* 3 waits for 2 */
+    answer_items(s, NULL, now);
+    s = must_send(1, now);
+    ck_assert_int_eq(num(s->docs[0]), 3);
+    ck_assert_int_eq(s->docs[0]->unrouted, 0);
+    answer_items(s, NULL, now);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* A node that fails is marked down, a cluster read is asked for, and its
+ * documents go elsewhere; after the new view, documents follow the moved
+ * primary. */
+START_TEST(test_node_death_reroutes)
+{
+    esbulk__core_conf_t cf = base_conf();
+    static const char *const two[] = {"n0", "n2"};
+    const int32_t moved[3] = {0, 1, 1}; /* node indices in the two-node view */
+    esbulk__cluster_t *c2;
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    char id1[16];
+    int32_t shard = -1;
+    esbulk_layout_t l;
+    long n;
+
+    fx_open_known(&cf, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now);
+    drop_warm();
+    /* an id on shard 1 (node n1) */
+    esbulk__layout_init(&l);
+    l.shards = 3;
+    for (n = 0; n < 100 && shard != 1; n++) {
+        snprintf(id1, sizeof(id1), "k%ld", n);
+        ck_assert_int_eq(esbulk_layout_shard(&l, id1, strlen(id1), NULL, 0, &shard), ESBULK_OK);
+    }
+    ck_assert_int_eq(shard, 1);
+    ck_assert_int_eq(esbulk__core_refresh_wanted(fx.core, now), 0);
+    add(1, id1, now);
+    s = must_send(1, now);
+    ck_assert_int_eq(node_of(s), 1);
+    answer_kind(s, ESBULK__ANS_NOT_SENT, now + 5); /* refused: not applied */
+    ck_assert_int_eq(esbulk__core_refresh_wanted(fx.core, now + 5), 1);
+    esbulk__core_tick(fx.core, now + 5 + cf.backoff_ms);
+    s = must_send(1, now + 5 + cf.backoff_ms);
+    ck_assert_int_ne(node_of(s), 1); /* n1 is down: another node forwards it */
+    ck_assert_int_eq(s->docs[0]->attempts, 2);
+    answer_items(s, NULL, now + 200);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    /* the new view: n1 left, shard 1's primary is on n2 */
+    c2 = cluster_new(2, two);
+    esbulk__core_set_cluster(fx.core, c2, now + 300);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now + 300) ? "logs" : "none", "none");
+    add(2, id1, now + 300); /* its use asks for the index again */
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now + 300), "logs");
+    esbulk__core_index_fetched(fx.core, "logs", index_new("logs", ESBULK__IDX_OK, 3, moved, c2),
+                               ESBULK_OK, NULL, now + 301);
+    add(3, id1, now + 302);
+    while ((s = esbulk__core_next_send(fx.core, 1, now + 302)) != NULL) {
+        size_t i;
+        for (i = 0; i < s->ndocs; i++)
+            if (num(s->docs[i]) == 3)
+                ck_assert_int_eq(node_of(s), 2);
+        answer_items(s, NULL, now + 303);
+    }
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* Close: in flight POSSIBLY, queued and waiting FAILED, all ESBULK_ERR_CLOSED. */
+START_TEST(test_close_with_documents_in_flight)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.max_inflight = 1;
+    fx_open(&cf);
+    add(1, NULL, now);
+    s = must_send(1, now);
+    (void)s;
+    add(2, NULL, now);
+    add(3, NULL, now);
+    ck_assert_uint_eq(esbulk__core_inflight(fx.core), 1);
+    esbulk__core_abort(fx.core);
+    ck_assert_uint_eq(esbulk__core_inflight(fx.core), 0);
+    expect(1, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_CLOSED, 0);
+    expect(2, ESBULK_OUTCOME_FAILED, ESBULK_ERR_CLOSED, 0);
+    expect(3, ESBULK_OUTCOME_FAILED, ESBULK_ERR_CLOSED, 0);
+    fx_close();
+}
+END_TEST
+
+/* Refusals: a whole-request 4xx fails every document with its error; a
+ * certificate that does not verify is not retried; a truncated 2xx is
+ * ambiguous and retried; a mapping error fails its item alone. */
+START_TEST(test_refusals)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int st[2] = {400, 201};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    add(1, NULL, now);
+    s = must_send(1, now);
+    answer_http(s, 401, "{\"error\":{\"type\":\"security_exception\",\"reason\":\"no\"},"
+                        "\"status\":401}", now);
+    expect(1, ESBULK_OUTCOME_FAILED, ESBULK_ERR_AUTH, 401);
+    add(2, NULL, now);
+    s = must_send(1, now);
+    answer_kind(s, ESBULK__ANS_TLS_VERIFY, now);
+    expect(2, ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0);
+    now += cf.recheck_ms;
+    add(3, NULL, now);
+    s = must_send(1, now);
+    answer_http(s, 200, "{\"took\":1,\"items\":[{\"index\":{\"sta", now);
+    ck_assert_uint_eq(esbulk__core_held(fx.core), 1); /* retried */
+    esbulk__core_tick(fx.core, now + cf.backoff_ms);
+    add(4, NULL, now + cf.backoff_ms);
+    s = must_send(1, now + cf.backoff_ms);
+    ck_assert_int_eq(num(s->docs[0]), 3);
+    ck_assert_int_eq(s->docs[0]->ambiguous, 1);
+    answer_items(s, st, now + 200);
+    {
+        esbulk__doc_t *d = outcome_of(3);
+        ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
+        ck_assert_int_eq(d->status, 400);
+        ck_assert_str_eq(d->r_error_type, "mapper_parsing_exception");
+        esbulk__doc_free(d);
+    }
+    expect(4, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* Bounded state: destinations and index entries unused for
+ * topology.idle.ms are freed; an index used again is read again. */
+START_TEST(test_idle_state_freed)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int32_t prim[1] = {0};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    char name[32];
+    long n;
+    const char *f;
+
+    cf.level = ESBULK__ROUTING_SHARD;
+    cf.idle_ms = 1000;
+    fx_open(&cf);
+    fx.cluster = cluster_new(3, NODES3);
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    for (n = 0; n < 500; n++) {
+        snprintf(name, sizeof(name), "day-%03ld", n);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, name, "a", n, 0), now);
+        while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
+            esbulk__core_index_fetched(fx.core, f, index_new(f, ESBULK__IDX_OK, 1, prim,
+                                                             fx.cluster), ESBULK_OK, NULL, now);
+        while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+            answer_items(s, NULL, now);
+        esbulk__core_tick(fx.core, now);
+        /* at most the indices of the last idle period are held */
+        ck_assert_uint_le(esbulk__core_nindices(fx.core), 160);
+        ck_assert_uint_le(esbulk__core_ndests(fx.core), 160);
+        now += 10;
+    }
+    take();
+    ck_assert_uint_eq(fx.counts.fetches, 500);
+    esbulk__core_tick(fx.core, now + 2 * cf.idle_ms);
+    ck_assert_uint_eq(esbulk__core_nindices(fx.core), 0);
+    ck_assert_uint_eq(esbulk__core_ndests(fx.core), 0);
+    /* used again: read again */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "day-000", "a", 1000, 0),
+                     now + 2 * cf.idle_ms);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now + 2 * cf.idle_ms), "day-000");
+    esbulk__core_index_fetched(fx.core, "day-000", NULL, ESBULK_ERR_TRANSPORT, "canned",
+                               now + 2 * cf.idle_ms);
+    s = must_send(1, now + 2 * cf.idle_ms);
+    answer_items(s, NULL, now + 2 * cf.idle_ms);
+    fx_close();
+}
+END_TEST
+
+/* A cluster view with nodes that cannot be reached: everything goes to the
+ * seeds, still grouped by shard. Unknown indices go unrouted. */
+START_TEST(test_seeds_only_and_unknown_index)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int32_t prim[3] = {0, 1, 2};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    const char *f;
+
+    fx_open(&cf);
+    fx.cluster = cluster_new(3, NODES3);
+    fx.cluster->seeds_only = 1;
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    add(1, NULL, now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "z", 2, 0), now);
+    while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
+        esbulk__core_index_fetched(fx.core, f,
+                                   strcmp(f, "logs") == 0
+                                       ? index_new(f, ESBULK__IDX_OK, 3, prim, fx.cluster)
+                                       : index_new(f, ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
+                                   ESBULK_OK, NULL, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        ck_assert_str_eq(s->url, "http://seed:9200");
+        answer_items(s, NULL, now);
+    }
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    ck_assert_uint_eq(fx.counts.unrouted, 1);
+    fx_close();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_routes_to_primaries);
+    tcase_add_test(tc, test_waits_for_layout_then_unrouted);
+    tcase_add_test(tc, test_ambiguous_with_and_without_id);
+    tcase_add_test(tc, test_409_after_ambiguous_create);
+    tcase_add_test(tc, test_413_split_to_one);
+    tcase_add_test(tc, test_item_retry_goes_first);
+    tcase_add_test(tc, test_retry_max);
+    tcase_add_test(tc, test_delivery_timeout);
+    tcase_add_test(tc, test_per_id_ordering);
+    tcase_add_test(tc, test_per_id_waits_and_unrouted_first);
+    tcase_add_test(tc, test_node_death_reroutes);
+    tcase_add_test(tc, test_close_with_documents_in_flight);
+    tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_idle_state_freed);
+    tcase_add_test(tc, test_seeds_only_and_unknown_index);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
