@@ -223,8 +223,10 @@ ESBULK_EXTERN char *esbulk_topology_describe(esbulk_topology_t *topo, const char
 /* ---------------------------------------------------------------------------
  * The bulk engine.
  *
- * Threads: esbulk_new() starts one library-owned I/O thread that routes,
- * batches and sends over one curl multi handle. esbulk_add() and
+ * Threads: esbulk_new() starts two library-owned threads: the I/O thread,
+ * which routes, batches and sends over one curl multi handle, and the
+ * topology thread, which reads cluster and index metadata (no metadata
+ * request ever holds up sending or results). esbulk_add() and
  * esbulk_add_batch() may be called from any number of threads at once.
  * Callbacks (result, results, stats, log excepted) run only inside
  * esbulk_poll(), esbulk_flush() and esbulk_close(), on the thread that called
@@ -297,8 +299,8 @@ ESBULK_EXTERN void esbulk_conf_set_results_cb(esbulk_conf_t *conf, esbulk_result
 ESBULK_EXTERN void esbulk_conf_set_stats_cb(esbulk_conf_t *conf, esbulk_stats_cb_t *cb);
 
 /* A new handle configured by conf (copied: the caller keeps and destroys
- * conf). Starts the I/O thread, which reads the cluster (GET /, _nodes/http)
- * at once. NULL on error with a message in errstr. */
+ * conf). Starts the I/O and topology threads; the topology thread reads the
+ * cluster (GET /, _nodes/http) at once. NULL on error with a message in errstr. */
 ESBULK_EXTERN esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size);
 
 /* Adds one document. index: NUL-terminated index, alias or data stream name.

@@ -41,7 +41,9 @@ typedef struct core_dest_s {
     size_t batch_cap;   /* after a 413: at most this many documents */
     int cap_ok;         /* full-size successes since; 16 double the cap again */
     int64_t oldest_ms, used_ms;
-    struct core_dest_s *prev, *next;
+    int active;         /* in core->active: it holds documents */
+    struct core_dest_s *prev, *next;   /* core->dests: all */
+    struct core_dest_s *aprev, *anext; /* core->active */
 } dest_t;
 
 struct core_ix_s {
@@ -69,6 +71,7 @@ struct esbulk__core_s {
     uint64_t rng;
     esbulk__map_t dest_map;   /* key -> dest_t */
     dest_t *dests;            /* all, most recently made first */
+    dest_t *active;           /* those holding documents (walked every round) */
     size_t ndests;
     uint64_t dest_epoch;      /* bumped whenever a destination is freed */
     esbulk__map_t ix_map;     /* name -> ix_t */
@@ -81,6 +84,7 @@ struct esbulk__core_s {
     int nseeds;
     esbulk__cluster_t *cluster; /* the view the targets were built from */
     int cluster_fetching;     /* a cluster read was asked for and not answered */
+    int cluster_failed;       /* the last cluster read failed: index reads will too */
     int refresh_wanted;
     int64_t last_ask_ms;      /* the last cluster read asked for */
     int64_t view_ms;          /* the last cluster view received */
@@ -97,6 +101,7 @@ struct esbulk__core_s {
 };
 
 static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now);
+static void release_waits(esbulk__core_t *c, int64_t now);
 
 /* ------------------------------------------------------------------------- */
 /* Small helpers */
@@ -332,6 +337,28 @@ static void ix_maybe_fetch(esbulk__core_t *c, ix_t *ix, int64_t now)
 /* ------------------------------------------------------------------------- */
 /* Destinations */
 
+static void dest_activate(esbulk__core_t *c, dest_t *d)
+{
+    if (d->active)
+        return;
+    d->active = 1;
+    d->aprev = NULL;
+    d->anext = c->active;
+    if (c->active)
+        c->active->aprev = d;
+    c->active = d;
+}
+
+static void dest_deactivate(esbulk__core_t *c, dest_t *d)
+{
+    if (!d->active)
+        return;
+    d->active = 0;
+    if (d->aprev) d->aprev->anext = d->anext; else c->active = d->anext;
+    if (d->anext) d->anext->aprev = d->aprev;
+    d->aprev = d->anext = NULL;
+}
+
 static dest_t *dest_get(esbulk__core_t *c, const char *key, dest_kind_t kind,
                         const char *node_id, ix_t *ix, int32_t shard, int64_t now)
 {
@@ -370,6 +397,7 @@ static dest_t *dest_get(esbulk__core_t *c, const char *key, dest_kind_t kind,
 static void dest_free(esbulk__core_t *c, dest_t *d)
 {
     esbulk__map_del(&c->dest_map, d->key);
+    dest_deactivate(c, d);
     if (d->prev) d->prev->next = d->next; else c->dests = d->next;
     if (d->next) d->next->prev = d->prev;
     c->ndests--;
@@ -384,8 +412,9 @@ static void dest_free(esbulk__core_t *c, dest_t *d)
     free(d);
 }
 
-static void dest_push(dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
+static void dest_push(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
 {
+    dest_activate(c, dest);
     doc->queued_ms = now;
     dest->used_ms = now;
     if (dest->q.count == 0 || (front && now < dest->oldest_ms))
@@ -463,7 +492,7 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
          * per_id ordering, which needs one destination per id, waits as
          * long as the read takes (bounded by the delivery timeout). */
         if ((ix->fetching || ix->want_fetch) &&
-            (c->cf.per_id || (c->cf.wait_ms > 0 && !ix->no_wait)))
+            (c->cf.per_id || (c->cf.wait_ms > 0 && !ix->no_wait && !c->cluster_failed)))
             return ROUTE_WAIT;
         goto unrouted;
     }
@@ -531,7 +560,7 @@ static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t
                 "out of memory while routing");
         return;
     }
-    dest_push(dest, doc, front, now);
+    dest_push(c, dest, doc, front, now);
 }
 
 /* The target a destination's next request goes to, NULL if none is free. */
@@ -691,8 +720,11 @@ void esbulk__core_set_cluster(esbulk__core_t *c, esbulk__cluster_t *cluster, int
     ix_t *ix;
 
     c->cluster_fetching = 0;
+    c->cluster_failed = cluster == NULL;
     if (cluster != NULL)
         c->view_ms = now;
+    else if (c->waiting > 0 && !c->cf.per_id)
+        release_waits(c, now); /* no view: the index reads will fail too */
     if (cluster != NULL && cluster == c->cluster) {
         esbulk__cluster_release(cluster);
         return;
@@ -765,6 +797,19 @@ void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__ind
         route_push(c, d, 0, now);
 }
 
+/* Sends what waits for ix's layout unrouted, until its read ends (the
+ * caller counts c->waiting down). */
+static void ix_release_wait(esbulk__core_t *c, ix_t *ix, int64_t now)
+{
+    esbulk__queue_t wait = ix->wait;
+    esbulk__doc_t *d;
+
+    memset(&ix->wait, 0, sizeof(ix->wait));
+    ix->no_wait = 1;
+    while ((d = esbulk__queue_pop(&wait)) != NULL)
+        route_push(c, d, 0, now);
+}
+
 /* Documents that waited topology.wait.ms for their index's first read go
  * unrouted (not under per_id), and those past their delivery timeout
  * fail. */
@@ -777,16 +822,21 @@ static void waits_due(esbulk__core_t *c, int64_t now)
 
         expire_ordered(c, &ix->wait, now);
         if (!c->cf.per_id && ix->wait.head != NULL &&
-            now - ix->wait.head->queued_ms >= c->cf.wait_ms) {
-            esbulk__queue_t wait = ix->wait;
-            esbulk__doc_t *d;
-
-            memset(&ix->wait, 0, sizeof(ix->wait));
-            ix->no_wait = 1;
-            while ((d = esbulk__queue_pop(&wait)) != NULL)
-                route_push(c, d, 0, now);
-        }
+            now - ix->wait.head->queued_ms >= c->cf.wait_ms)
+            ix_release_wait(c, ix, now);
         c->waiting -= before - ix->wait.count;
+    }
+}
+
+static void release_waits(esbulk__core_t *c, int64_t now)
+{
+    ix_t *ix;
+
+    for (ix = c->ixs; ix != NULL && c->waiting > 0; ix = ix->next) {
+        size_t before = ix->wait.count;
+
+        ix_release_wait(c, ix, now);
+        c->waiting -= before;
     }
 }
 
@@ -837,6 +887,7 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
         c->counts.retried++;
         if (c->cf.per_id && dest != NULL) {
             esbulk__queue_push(&dest->retry_q, doc);
+            dest_activate(c, dest);
         } else {
             esbulk__queue_push(&c->retry, doc);
             if (at < c->retry_min_ms)
@@ -886,7 +937,7 @@ static void retries_due(esbulk__core_t *c, int64_t now)
     }
     if (!c->cf.per_id)
         return;
-    for (dest = c->dests; dest != NULL; dest = dest->next) {
+    for (dest = c->active; dest != NULL; dest = dest->anext) {
         int64_t latest = 0;
 
         if (dest->retry_q.count == 0)
@@ -941,7 +992,7 @@ static void expire_all(esbulk__core_t *c, int64_t now)
 {
     dest_t *dest;
 
-    for (dest = c->dests; dest != NULL; dest = dest->next) {
+    for (dest = c->active; dest != NULL; dest = dest->anext) {
         expire_ordered(c, &dest->q, now);
         expire_unordered(c, &dest->retry_q, now);
         if (dest->q.head != NULL)
@@ -997,13 +1048,18 @@ void esbulk__core_tick(esbulk__core_t *c, int64_t now)
 int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
 {
     int64_t due = INT64_MAX, t;
-    dest_t *dest;
+    dest_t *dest, *dn;
     esbulk__doc_t *d;
 
     /* A destination already due was offered a send this round: if it still
      * waits, its node has no request slot free, and an answer wakes the
      * driver. Counting it would spin. */
-    for (dest = c->dests; dest != NULL; dest = dest->next) {
+    for (dest = c->active; dest != NULL; dest = dn) {
+        dn = dest->anext;
+        if (dest->q.count == 0 && dest->retry_q.count == 0) {
+            dest_deactivate(c, dest); /* emptied since: no longer walked */
+            continue;
+        }
         t = esbulk__flush_due_ms(&c->cf.flush, dest->q.count, dest->oldest_ms);
         if (t > now && t < due)
             due = t;
@@ -1088,7 +1144,7 @@ esbulk__send_t *esbulk__core_next_send(esbulk__core_t *c, int force, int64_t now
 {
     dest_t *dest;
 
-    for (dest = c->dests; dest != NULL; dest = dest->next) {
+    for (dest = c->active; dest != NULL; dest = dest->anext) {
         target_t *t;
 
         if (dest_blocked(c, dest) ||
@@ -1127,7 +1183,7 @@ void esbulk__core_unsend(esbulk__core_t *c, esbulk__send_t *s, int64_t now)
     c->counts.bytes_raw -= s->bytes;
     for (i = s->ndocs; i > 0; i--) {
         s->docs[i - 1]->attempts--;
-        dest_push(s->dest, s->docs[i - 1], 1, now);
+        dest_push(c, s->dest, s->docs[i - 1], 1, now);
     }
     send_free(s);
 }
@@ -1241,7 +1297,7 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
             s->dest->cap_ok = 0;
             for (i = s->ndocs; i > 0; i--) {
                 s->docs[i - 1]->attempts--; /* a split is not a failed attempt */
-                dest_push(s->dest, s->docs[i - 1], 1, now);
+                dest_push(c, s->dest, s->docs[i - 1], 1, now);
             }
         }
         break;
@@ -1332,9 +1388,10 @@ void esbulk__core_abort(esbulk__core_t *c)
                     "closed while its request was in flight: it may have been indexed");
         send_free(s);
     }
-    for (dest = c->dests; dest != NULL; dest = dest->next) {
+    while ((dest = c->active) != NULL) {
         fail_queue(c, &dest->retry_q);
         fail_queue(c, &dest->q);
+        dest_deactivate(c, dest);
     }
     for (ix = c->ixs; ix != NULL; ix = ix->next)
         fail_queue(c, &ix->wait);
