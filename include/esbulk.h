@@ -60,7 +60,8 @@ typedef enum esbulk_err_e {
     ESBULK_ERR_INVALID_JSON = -18,    /* body is not one JSON object */
     ESBULK_ERR_ITEM = -19,            /* the server refused the document (see status) */
     ESBULK_ERR_RETRIES_EXHAUSTED = -20, /* retry.max attempts used up */
-    ESBULK_ERR_DELIVERY_TIMEOUT = -21 /* delivery.timeout.ms passed */
+    ESBULK_ERR_DELIVERY_TIMEOUT = -21, /* delivery.timeout.ms passed */
+    ESBULK_ERR_IN_CALLBACK = -22      /* called from inside a result or statistics callback */
 } esbulk_err_t;
 
 /* A static English description of err. Never NULL. Thread-safe. */
