@@ -121,6 +121,12 @@ struct esbulk_s {
     pthread_t thread;
     int thread_started;
     void *io;                       /* io.c's state, owned by the I/O thread */
+
+    /* contracts (esbulk.c) */
+    struct esbulk__caller_s *callers; /* esbulk_poll/flush/close calls in progress, one
+                                       * frame per thread; under lock */
+    int destroy_deferred;           /* esbulk_destroy from a callback: the caller that ran
+                                     * it closes and frees (under lock) */
 };
 
 /* io.c */
