@@ -60,7 +60,8 @@ typedef enum esbulk_err_e {
     ESBULK_ERR_INVALID_JSON = -18,    /* body is not one JSON object */
     ESBULK_ERR_ITEM = -19,            /* the server refused the document (see status) */
     ESBULK_ERR_RETRIES_EXHAUSTED = -20, /* retry.max attempts used up */
-    ESBULK_ERR_DELIVERY_TIMEOUT = -21 /* delivery.timeout.ms passed */
+    ESBULK_ERR_DELIVERY_TIMEOUT = -21, /* delivery.timeout.ms passed */
+    ESBULK_ERR_IN_CALLBACK = -22      /* called from inside a result or statistics callback */
 } esbulk_err_t;
 
 /* A static English description of err. Never NULL. Thread-safe. */
@@ -229,11 +230,15 @@ ESBULK_EXTERN char *esbulk_topology_describe(esbulk_topology_t *topo, const char
  * request ever holds up sending or results). esbulk_add() and
  * esbulk_add_batch() may be called from any number of threads at once.
  * Callbacks (result, results, stats, log excepted) run only inside
- * esbulk_poll(), esbulk_flush() and esbulk_close(), on the thread that called
- * them, and may call esbulk_add() (to re-queue) but not esbulk_poll(),
- * esbulk_flush(), esbulk_close() or esbulk_destroy(). The log callback runs
- * on whichever thread logs, the I/O thread included: it must be thread-safe
- * and must not call into the library.
+ * esbulk_poll(), esbulk_flush() and esbulk_close() (and esbulk_destroy()
+ * when it closes), on the thread that called them. They may call
+ * esbulk_add() (to re-queue; there it never waits). From inside them,
+ * esbulk_poll(), esbulk_flush() and esbulk_close() on the same handle return
+ * ESBULK_ERR_IN_CALLBACK at once, and esbulk_destroy() is deferred until the
+ * call that ran the callback returns: the handle must not be used after that
+ * call returns. The log callback runs on whichever thread logs, the I/O
+ * thread included: it must be thread-safe and must not call into the
+ * library.
  *
  * Every document that esbulk_add() accepted (returned ESBULK_OK) gets exactly
  * one result; a call that fails delivers no result for that document. With
@@ -332,12 +337,17 @@ ESBULK_EXTERN esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const in
 
 /* Serves results that are ready through the callbacks, waiting up to
  * timeout_ms (0: do not wait, -1: wait until at least one) for the first.
- * Returns the number of results served. Call from one thread at a time. */
+ * Returns the number of results served (with a deferred esbulk_destroy, the
+ * close's included), or a negative esbulk_err_t on misuse:
+ * ESBULK_ERR_IN_CALLBACK (called from a callback; nothing is served);
+ * ESBULK_ERR_INVALID_ARG for a NULL handle. Call from one thread at a time. */
 ESBULK_EXTERN int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms);
 
 /* Sends everything buffered now and serves results until every document
  * added before the call has its result. ESBULK_OK, or ESBULK_ERR_TIMED_OUT
- * when timeout_ms (-1: no limit) passed first. */
+ * when timeout_ms (-1: no limit) passed first. ESBULK_ERR_IN_CALLBACK at
+ * once from a callback; ESBULK_ERR_CLOSED when a callback destroyed the
+ * handle (it is freed when the call returns). */
 ESBULK_EXTERN esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms);
 
 /* Flushes for up to timeout_ms, then gives every document still without a
@@ -345,10 +355,17 @@ ESBULK_EXTERN esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms);
  * those not sent, POSSIBLY for those whose request was in flight; serves all
  * results, and stops the I/O thread. Later adds fail with
  * ESBULK_ERR_CLOSED. ESBULK_OK when everything was delivered, else
- * ESBULK_ERR_TIMED_OUT. */
+ * ESBULK_ERR_TIMED_OUT. ESBULK_ERR_IN_CALLBACK at once from a callback (the
+ * handle stays open); ESBULK_ERR_CLOSED when a callback destroyed the handle
+ * (it is freed when the call returns). */
 ESBULK_EXTERN esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms);
 
-/* Closes (timeout 0) if not closed, then frees the handle. */
+/* Closes (timeout 0) if not closed, then frees the handle. From a callback,
+ * destroy is deferred until the call that ran the callback returns; the
+ * handle must not be used after that call returns: it is marked closing
+ * (adds fail with ESBULK_ERR_CLOSED), the call stops waiting, delivers what
+ * it has, closes (every document still gets its one result, through the
+ * callbacks) and frees the handle. */
 ESBULK_EXTERN void esbulk_destroy(esbulk_t *eb);
 
 /* Documents added whose result has not been served yet. Thread-safe. */

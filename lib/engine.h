@@ -42,8 +42,6 @@ struct esbulk_s {
     int abort_all;                  /* close timed out: fail whatever is left */
     int terminate;                  /* the I/O thread should exit */
     int closed;
-    int serving;                    /* serving_thread is running callbacks */
-    pthread_t serving_thread;
     char *node_stats;               /* per-node JSON snapshot from the I/O thread */
     int64_t next_stats_ms;          /* the statistics callback's next time (serving thread) */
     struct {
@@ -55,6 +53,12 @@ struct esbulk_s {
     pthread_t thread;
     int thread_started;
     void *io;                       /* io.c's state, owned by the I/O thread */
+
+    /* contracts (esbulk.c) */
+    struct esbulk__caller_s *callers; /* esbulk_poll/flush/close calls in progress, one
+                                       * frame per thread; under lock */
+    int destroy_deferred;           /* esbulk_destroy from a callback: the caller that ran
+                                     * it closes and frees (under lock) */
 };
 
 /* io.c: the I/O thread */

@@ -31,6 +31,7 @@ const char *esbulk_err2str(esbulk_err_t err)
     case ESBULK_ERR_ITEM: return "the server refused the document";
     case ESBULK_ERR_RETRIES_EXHAUSTED: return "retries exhausted (retry.max)";
     case ESBULK_ERR_DELIVERY_TIMEOUT: return "delivery timed out (delivery.timeout.ms)";
+    case ESBULK_ERR_IN_CALLBACK: return "called from inside a result or statistics callback";
     }
     return "unknown error code";
 }

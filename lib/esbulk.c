@@ -111,6 +111,101 @@ fail:
 }
 
 /* ------------------------------------------------------------------------- */
+/* Serving calls, and what a callback may not do */
+
+/* A serving call (esbulk_poll, esbulk_flush, esbulk_close, esbulk_destroy)
+ * in progress: on the call's stack, and on eb->callers for the call's whole
+ * duration. Callbacks run only inside such a call, on its thread, so "this
+ * thread has a frame on eb" means "called from inside one of eb's
+ * callbacks" (or from the log callback on that thread): the header forbids
+ * poll, flush and close there, and destroy there is deferred to the frame. */
+struct esbulk__caller_s {
+    struct esbulk__caller_s *next;
+    pthread_t thread;
+    int32_t served; /* results this call served */
+    int destroy;    /* this call closes and frees the handle before it returns */
+};
+typedef struct esbulk__caller_s caller_t;
+
+/* This thread's frame on eb, NULL if none. Caller holds eb->lock. */
+static caller_t *caller_self(esbulk_t *eb)
+{
+    pthread_t self = pthread_self();
+    caller_t *c;
+
+    for (c = eb->callers; c != NULL; c = c->next)
+        if (pthread_equal(c->thread, self))
+            return c;
+    return NULL;
+}
+
+/* Registers c as this thread's frame. Caller holds eb->lock. */
+static void caller_push(esbulk_t *eb, caller_t *c)
+{
+    c->thread = pthread_self();
+    c->served = 0;
+    c->destroy = 0;
+    c->next = eb->callers;
+    eb->callers = c;
+}
+
+/* Registers c as this thread's serving call; ESBULK_ERR_IN_CALLBACK when the
+ * thread is inside one already (in a callback): nothing is registered. */
+static esbulk_err_t caller_enter(esbulk_t *eb, caller_t *c)
+{
+    esbulk_err_t err = ESBULK_ERR_IN_CALLBACK;
+
+    pthread_mutex_lock(&eb->lock);
+    if (caller_self(eb) == NULL) {
+        caller_push(eb, c);
+        err = ESBULK_OK;
+    }
+    pthread_mutex_unlock(&eb->lock);
+    return err;
+}
+
+static int destroy_requested(esbulk_t *eb)
+{
+    int r;
+
+    pthread_mutex_lock(&eb->lock);
+    r = eb->destroy_deferred;
+    pthread_mutex_unlock(&eb->lock);
+    return r;
+}
+
+static esbulk_err_t close_call(esbulk_t *eb, int32_t timeout_ms);
+static void handle_free(esbulk_t *eb);
+
+/* Ends the serving call c. If c is to destroy the handle, closes it first
+ * with timeout 0 (the documents left get ESBULK_ERR_CLOSED results, served
+ * through the callbacks while c is still registered, so that they cannot
+ * re-enter), waits for other threads' serving calls to return (they stop
+ * waiting once a destroy is requested), and frees it. Returns 1 when eb was
+ * freed. */
+static int caller_leave(esbulk_t *eb, caller_t *c)
+{
+    caller_t **pp;
+    int destroy = c->destroy;
+
+    if (destroy)
+        close_call(eb, 0);
+    pthread_mutex_lock(&eb->lock);
+    for (pp = &eb->callers; *pp != c; pp = &(*pp)->next)
+        ;
+    *pp = c->next;
+    if (eb->destroy_deferred) {
+        pthread_cond_broadcast(&eb->cond_results);
+        while (destroy && eb->callers != NULL)
+            pthread_cond_wait(&eb->cond_results, &eb->lock);
+    }
+    pthread_mutex_unlock(&eb->lock);
+    if (destroy)
+        handle_free(eb);
+    return destroy;
+}
+
+/* ------------------------------------------------------------------------- */
 /* Adding */
 
 static void deadline_from_now(struct timespec *ts, int64_t ms)
@@ -274,8 +369,8 @@ static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, si
     int was_empty;
 
     pthread_mutex_lock(&eb->lock);
-    /* inside a result callback only this thread could free space: never wait */
-    if (eb->serving && pthread_equal(eb->serving_thread, pthread_self()))
+    /* inside a callback only this thread could free space: never wait */
+    if (caller_self(eb) != NULL)
         wait_ms = 0;
     if (wait_ms > 0)
         deadline_from_now(&until, wait_ms);
@@ -428,15 +523,9 @@ static int32_t serve(esbulk_t *eb)
     eb->buffered_docs -= q.count;
     if (q.count > 0)
         pthread_cond_broadcast(&eb->cond_space);
-    eb->serving_thread = pthread_self();
-    eb->serving = 1;
     pthread_mutex_unlock(&eb->lock);
-    if (q.head == NULL) {
-        pthread_mutex_lock(&eb->lock);
-        eb->serving = 0;
-        pthread_mutex_unlock(&eb->lock);
+    if (q.head == NULL)
         return 0;
-    }
 
     for (d = q.head; d != NULL; d = d->next) {
         if (eb->conf->results_cb != NULL) {
@@ -456,7 +545,11 @@ static int32_t serve(esbulk_t *eb)
         if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
         if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
     }
-    eb->serving = 0;
+    {
+        caller_t *c = caller_self(eb);
+        if (c != NULL)
+            c->served += served;
+    }
     pthread_mutex_unlock(&eb->lock);
     for (d = q.head; d != NULL; d = next) {
         next = d->next;
@@ -465,14 +558,14 @@ static int32_t serve(esbulk_t *eb)
     return served;
 }
 
-/* Waits until results are queued or the deadline (NULL: forever) passes,
- * or cond() holds. Returns 0 on timeout. */
+/* Waits until results are queued, a destroy is requested, or the deadline
+ * (NULL: forever) passes. Returns 0 when no result is queued. */
 static int wait_results(esbulk_t *eb, const struct timespec *until)
 {
     int rc = 0;
 
     pthread_mutex_lock(&eb->lock);
-    while (eb->results.head == NULL && rc != ETIMEDOUT) {
+    while (eb->results.head == NULL && !eb->destroy_deferred && rc != ETIMEDOUT) {
         if (until == NULL)
             pthread_cond_wait(&eb->cond_results, &eb->lock);
         else
@@ -483,17 +576,14 @@ static int wait_results(esbulk_t *eb, const struct timespec *until)
     return rc;
 }
 
-int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms)
+/* esbulk_poll's serving; stops waiting once a destroy is requested. */
+static void poll_serve(esbulk_t *eb, int32_t timeout_ms)
 {
     struct timespec until;
-    int32_t n;
 
-    if (eb == NULL)
-        return 0;
-    n = serve(eb);
-    if (n > 0 || timeout_ms == 0)
-        return n;
-    for (;;) {
+    if (serve(eb) > 0 || timeout_ms == 0)
+        return;
+    while (!destroy_requested(eb)) {
         /* wake for the statistics callback too, if it falls due first */
         int64_t due = stats_due_in(eb), wait = timeout_ms < 0 ? due : (due < timeout_ms ? due : timeout_ms);
         int stats_first = wait == due && wait != INT32_MAX;
@@ -504,31 +594,47 @@ int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms)
             deadline_from_now(&until, wait);
             wait_results(eb, &until);
         }
-        n = serve(eb);
-        if (n > 0 || !stats_first)
-            return n;
+        if (serve(eb) > 0 || !stats_first)
+            return;
         if (timeout_ms > 0 && (timeout_ms -= (int32_t)wait) <= 0)
-            return n;
+            return;
     }
 }
 
+int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms)
+{
+    caller_t self;
+
+    if (eb == NULL)
+        return ESBULK_ERR_INVALID_ARG;
+    if (caller_enter(eb, &self) != ESBULK_OK)
+        return ESBULK_ERR_IN_CALLBACK;
+    poll_serve(eb, timeout_ms);
+    caller_leave(eb, &self); /* may free eb (a callback destroyed it) */
+    return self.served;
+}
+
 /* Serves results until no document with seq < upto is left unserved, or
- * the deadline passes. */
+ * the deadline passes (ESBULK_ERR_TIMED_OUT), or a destroy is requested
+ * (ESBULK_ERR_CLOSED). */
 static esbulk_err_t drain(esbulk_t *eb, uint64_t upto, int32_t timeout_ms)
 {
     int64_t end = timeout_ms >= 0 ? esbulk__now_ms() + timeout_ms : INT64_MAX;
 
     for (;;) {
-        int done;
+        int done, stop;
         int64_t now, left;
         struct timespec until;
 
         serve(eb);
         pthread_mutex_lock(&eb->lock);
         done = eb->live_head == NULL || eb->live_head->seq >= upto;
+        stop = eb->destroy_deferred;
         pthread_mutex_unlock(&eb->lock);
         if (done)
             return ESBULK_OK;
+        if (stop)
+            return ESBULK_ERR_CLOSED;
         now = esbulk__now_ms();
         if (now >= end)
             return ESBULK_ERR_TIMED_OUT;
@@ -540,11 +646,14 @@ static esbulk_err_t drain(esbulk_t *eb, uint64_t upto, int32_t timeout_ms)
 
 esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms)
 {
+    caller_t self;
     esbulk_err_t err;
     uint64_t upto;
 
     if (eb == NULL)
         return ESBULK_ERR_INVALID_ARG;
+    if (caller_enter(eb, &self) != ESBULK_OK)
+        return ESBULK_ERR_IN_CALLBACK;
     pthread_mutex_lock(&eb->lock);
     upto = eb->next_seq;
     eb->flushers++;
@@ -554,16 +663,17 @@ esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms)
     pthread_mutex_lock(&eb->lock);
     eb->flushers--;
     pthread_mutex_unlock(&eb->lock);
+    if (caller_leave(eb, &self))
+        err = ESBULK_ERR_CLOSED; /* a callback destroyed the handle */
     return err;
 }
 
-esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms)
+/* esbulk_close inside a serving call. */
+static esbulk_err_t close_call(esbulk_t *eb, int32_t timeout_ms)
 {
     esbulk_err_t err;
     uint64_t upto;
 
-    if (eb == NULL)
-        return ESBULK_ERR_INVALID_ARG;
     pthread_mutex_lock(&eb->lock);
     if (eb->closed) {
         pthread_mutex_unlock(&eb->lock);
@@ -595,11 +705,52 @@ esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms)
     return err;
 }
 
+esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms)
+{
+    caller_t self;
+    esbulk_err_t err;
+
+    if (eb == NULL)
+        return ESBULK_ERR_INVALID_ARG;
+    if (caller_enter(eb, &self) != ESBULK_OK)
+        return ESBULK_ERR_IN_CALLBACK;
+    err = close_call(eb, timeout_ms);
+    if (caller_leave(eb, &self))
+        err = ESBULK_ERR_CLOSED; /* a callback destroyed the handle */
+    return err;
+}
+
+/* From a callback, the destroy is deferred: the handle is marked closing
+ * (adds fail with ESBULK_ERR_CLOSED), the serving call that ran the callback
+ * stops waiting, finishes delivering what it took, and closes (timeout 0)
+ * and frees the handle before it returns. Otherwise it is that same close
+ * and free, at once, in a serving call of its own. */
 void esbulk_destroy(esbulk_t *eb)
 {
+    caller_t self, *c;
+
     if (eb == NULL)
         return;
-    esbulk_close(eb, 0);
+    pthread_mutex_lock(&eb->lock);
+    c = caller_self(eb);
+    if (c == NULL) {
+        c = &self;
+        caller_push(eb, c);
+    }
+    if (!eb->destroy_deferred) { /* a second destroy adds nothing */
+        eb->destroy_deferred = 1;
+        c->destroy = 1;
+    }
+    eb->closing = 1;
+    pthread_cond_broadcast(&eb->cond_space);
+    pthread_cond_broadcast(&eb->cond_results);
+    pthread_mutex_unlock(&eb->lock);
+    if (c == &self)
+        caller_leave(eb, &self);
+}
+
+static void handle_free(esbulk_t *eb)
+{
     esbulk_topology_destroy(eb->topo);
     esbulk__http_opts_free(&eb->http);
     esbulk__urls_free(eb->seeds, eb->nseeds);
