@@ -288,6 +288,11 @@ ESBULK_EXTERN int64_t esbulk_result_seq_no(const esbulk_result_t *result);
 ESBULK_EXTERN int64_t esbulk_result_primary_term(const esbulk_result_t *result);
 ESBULK_EXTERN int64_t esbulk_result_version(const esbulk_result_t *result);
 ESBULK_EXTERN int32_t esbulk_result_attempts(const esbulk_result_t *result);
+/* The document's body as it was sent (raw CR/LF removed), *len its length
+ * (len may be NULL); not NUL-terminated. Only with result.keep_body=true and
+ * only for documents that were not indexed (FAILED or POSSIBLY), for
+ * dead-letter output; NULL otherwise (and for a delete). */
+ESBULK_EXTERN const char *esbulk_result_body(const esbulk_result_t *result, size_t *len);
 
 /* One result at a time. */
 typedef void (esbulk_result_cb_t)(esbulk_t *eb, const esbulk_result_t *result, void *opaque);
@@ -335,6 +340,60 @@ ESBULK_EXTERN esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const in
                                             void *const *opaques, size_t *accepted,
                                             char *errstr, size_t errstr_size);
 
+/* Per-document action options: an opaque object, set on one thread and
+ * read (copied into the request) by esbulk_add_opts(); one object may be
+ * reused for every document. Each setter returns ESBULK_ERR_INVALID_ARG for
+ * a NULL object or a value out of range. Whether the options fit the
+ * operation is checked when the document is added. */
+typedef struct esbulk_docopts_s esbulk_docopts_t;
+typedef enum esbulk_version_type_e {
+    ESBULK_VERSION_EXTERNAL = 1,     /* indexed only when version > the stored one */
+    ESBULK_VERSION_EXTERNAL_GTE = 2  /* indexed when version >= the stored one */
+} esbulk_version_type_t;
+/* A new object with no option set; NULL if out of memory. */
+ESBULK_EXTERN esbulk_docopts_t *esbulk_docopts_new(void);
+ESBULK_EXTERN void esbulk_docopts_destroy(esbulk_docopts_t *opts);
+/* Unsets every option. */
+ESBULK_EXTERN void esbulk_docopts_clear(esbulk_docopts_t *opts);
+/* An external version (index, delete): version >= 0. The server refuses an
+ * older one with status 409 (version_conflict_engine_exception). */
+ESBULK_EXTERN esbulk_err_t esbulk_docopts_set_version(esbulk_docopts_t *opts, int64_t version,
+                                                      esbulk_version_type_t type);
+/* Optimistic concurrency control (index, update, delete): applied only if
+ * the document's _seq_no and _primary_term are these (seq_no >= 0,
+ * primary_term >= 1); else status 409. */
+ESBULK_EXTERN esbulk_err_t esbulk_docopts_set_if_seq_no(esbulk_docopts_t *opts, int64_t seq_no,
+                                                        int64_t primary_term);
+/* An ingest pipeline for this document (index, create), instead of
+ * bulk.pipeline; NULL or "" unsets it. ESBULK_ERR_INVALID_UTF8. */
+ESBULK_EXTERN esbulk_err_t esbulk_docopts_set_pipeline(esbulk_docopts_t *opts,
+                                                       const char *pipeline);
+/* require_alias (index, create, update): the name must be an alias. */
+ESBULK_EXTERN esbulk_err_t esbulk_docopts_set_require_alias(esbulk_docopts_t *opts,
+                                                            int32_t require_alias);
+/* retry_on_conflict (update): how often the server retries the update on a
+ * version conflict, 0 to 1000000; -1 unsets it. */
+ESBULK_EXTERN esbulk_err_t esbulk_docopts_set_retry_on_conflict(esbulk_docopts_t *opts,
+                                                                int32_t retries);
+/* esbulk_add() with options (NULL: none). ESBULK_ERR_INVALID_ARG (with a
+ * message) when they do not fit op. Thread-safe, as esbulk_add(). */
+ESBULK_EXTERN esbulk_err_t esbulk_add_opts(esbulk_t *eb, esbulk_op_t op, const char *index,
+                                           const char *id, size_t id_len, const char *routing,
+                                           size_t routing_len, const char *body,
+                                           size_t body_len, const esbulk_docopts_t *opts,
+                                           void *doc_opaque, char *errstr, size_t errstr_size);
+/* esbulk_add_batch() with options: opts is NULL (none) or count pointers,
+ * each NULL (none) or an object. */
+ESBULK_EXTERN esbulk_err_t esbulk_add_batch_opts(esbulk_t *eb, size_t count, const int32_t *ops,
+                                                 const char *const *indices,
+                                                 const char *const *ids, const size_t *id_lens,
+                                                 const char *const *routings,
+                                                 const size_t *routing_lens,
+                                                 const char *const *bodies,
+                                                 const size_t *body_lens,
+                                                 const esbulk_docopts_t *const *opts,
+                                                 void *const *opaques, size_t *accepted,
+                                                 char *errstr, size_t errstr_size);
 /* Serves results that are ready through the callbacks, waiting up to
  * timeout_ms (0: do not wait, -1: wait until at least one) for the first.
  * Returns the number of results served (with a deferred esbulk_destroy, the

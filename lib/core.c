@@ -1244,10 +1244,14 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
                 c->counts.item_429++;
             retry_or_give_up(c, dest, d, 0, ESBULK_ERR_ITEM, it->status, it->error_type,
                              it->error_reason, now);
-        } else if (it->status == 409 && d->ambiguous && d->op == ESBULK_OP_CREATE) {
+        } else if (it->status == 409 && d->ambiguous &&
+                   (d->op == ESBULK_OP_CREATE || d->conditional)) {
             deliver(c, d, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, it->status, it->error_type,
-                    "version conflict on a retry after an attempt that broke: most likely "
-                    "created by that attempt");
+                    d->op == ESBULK_OP_CREATE
+                        ? "version conflict on a retry after an attempt that broke: most "
+                          "likely created by that attempt"
+                        : "version conflict on a retry after an attempt that broke: most "
+                          "likely applied by that attempt");
         } else {
             char why[64];
             snprintf(why, sizeof(why), "the server answered status %d for this document",

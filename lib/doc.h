@@ -25,6 +25,8 @@ struct esbulk_result_s {
     void *opaque;
     int32_t attempts;               /* requests that carried it */
     int ambiguous;                  /* a request with it broke after it was sent */
+    int conditional;                /* an external version or if_seq_no (a 409 after a broken
+                                       attempt means it was most likely applied) */
     int unrouted;
     int64_t added_ms, deadline_ms, retry_at_ms, queued_ms;
     /* the result */

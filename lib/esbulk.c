@@ -31,6 +31,22 @@ int64_t esbulk_result_primary_term(const esbulk_result_t *r) { return r ? r->pri
 int64_t esbulk_result_version(const esbulk_result_t *r) { return r ? r->version : -1; }
 int32_t esbulk_result_attempts(const esbulk_result_t *r) { return r ? r->attempts : 0; }
 
+const char *esbulk_result_body(const esbulk_result_t *r, size_t *len)
+{
+    const char *nl;
+
+    if (len != NULL)
+        *len = 0;
+    /* the lines are kept only for documents not indexed, with result.keep_body */
+    if (r == NULL || r->lines == NULL || r->op == ESBULK_OP_DELETE ||
+        (nl = memchr(r->lines, '\n', r->lines_len)) == NULL ||
+        (size_t)(nl + 1 - r->lines) >= r->lines_len)
+        return NULL;
+    if (len != NULL)
+        *len = r->lines_len - (size_t)(nl + 1 - r->lines) - 1; /* without its "\n" */
+    return nl + 1;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Lifecycle */
 
@@ -230,8 +246,9 @@ static int64_t epoch_ms(void)
 /* Builds the document (all copies, the request lines) without the lock. */
 static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
                               size_t id_len, const char *routing, size_t routing_len,
-                              const char *body, size_t body_len, void *opaque,
-                              esbulk__doc_t **out, char *errstr, size_t errstr_size)
+                              const char *body, size_t body_len, const esbulk_docopts_t *opts,
+                              void *opaque, esbulk__doc_t **out, char *errstr,
+                              size_t errstr_size)
 {
     size_t index_len, max_doc = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_MAX_DOC_BYTES);
     int64_t gen = esbulk__conf_int(eb->conf, ESBULK__C_ID_GENERATE);
@@ -278,6 +295,8 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         esbulk__errstr(errstr, errstr_size, "update needs an _id");
         return ESBULK_ERR_INVALID_ARG;
     }
+    if ((err = esbulk__docopts_check(opts, op, errstr, errstr_size)) != ESBULK_OK)
+        return err;
     if (body_len > max_doc) {
         esbulk__errstr(errstr, errstr_size, "document of %zu bytes is larger than max.doc.bytes "
                        "(%zu)", body_len, max_doc);
@@ -312,6 +331,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         goto nomem;
     }
     d->op = op;
+    d->conditional = esbulk__docopts_conditional(opts);
     d->opaque = opaque;
     d->seq_no = d->primary_term = d->version = -1;
     d->id_len = id_len;
@@ -331,9 +351,14 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
      * strings (escaping rarely adds to them) and the body line */
     esbulk__buf_init(&lines, (size_t)-1);
     err = esbulk__buf_reserve(&lines, 48 + index_len + id_len + routing_len +
+                                          (opts != NULL ? 160 + (opts->pipeline
+                                                                     ? strlen(opts->pipeline)
+                                                                     : 0)
+                                                        : 0) +
                                           (bline.len > 0 ? bline.len : body_len + 1));
     if (err == ESBULK_OK)
-        err = esbulk__action_line(&lines, op, index, index_len, id, id_len, routing, routing_len);
+        err = esbulk__action_line_opts(&lines, op, index, index_len, id, id_len, routing,
+                                       routing_len, opts);
     if (err == ESBULK_OK && bline.len > 0)
         err = esbulk__buf_add(&lines, bline.data, bline.len);
     else if (err == ESBULK_OK && op != ESBULK_OP_DELETE)
@@ -416,9 +441,10 @@ static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, si
     return ESBULK_OK;
 }
 
-esbulk_err_t esbulk_add(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
-                        size_t id_len, const char *routing, size_t routing_len, const char *body,
-                        size_t body_len, void *doc_opaque, char *errstr, size_t errstr_size)
+esbulk_err_t esbulk_add_opts(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
+                             size_t id_len, const char *routing, size_t routing_len,
+                             const char *body, size_t body_len, const esbulk_docopts_t *opts,
+                             void *doc_opaque, char *errstr, size_t errstr_size)
 {
     esbulk__doc_t *d;
     esbulk_err_t err;
@@ -427,14 +453,57 @@ esbulk_err_t esbulk_add(esbulk_t *eb, esbulk_op_t op, const char *index, const c
         esbulk__errstr(errstr, errstr_size, "handle is NULL");
         return ESBULK_ERR_INVALID_ARG;
     }
-    err = doc_build(eb, op, index, id, id_len, routing, routing_len, body, body_len, doc_opaque,
-                    &d, errstr, errstr_size);
+    err = doc_build(eb, op, index, id, id_len, routing, routing_len, body, body_len, opts,
+                    doc_opaque, &d, errstr, errstr_size);
     if (err != ESBULK_OK)
         return err;
     err = doc_enqueue(eb, d, errstr, errstr_size);
     if (err != ESBULK_OK)
         esbulk__doc_free(d);
     return err;
+}
+
+esbulk_err_t esbulk_add(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
+                        size_t id_len, const char *routing, size_t routing_len, const char *body,
+                        size_t body_len, void *doc_opaque, char *errstr, size_t errstr_size)
+{
+    return esbulk_add_opts(eb, op, index, id, id_len, routing, routing_len, body, body_len, NULL,
+                           doc_opaque, errstr, errstr_size);
+}
+
+esbulk_err_t esbulk_add_batch_opts(esbulk_t *eb, size_t count, const int32_t *ops,
+                                   const char *const *indices, const char *const *ids,
+                                   const size_t *id_lens, const char *const *routings,
+                                   const size_t *routing_lens, const char *const *bodies,
+                                   const size_t *body_lens, const esbulk_docopts_t *const *opts,
+                                   void *const *opaques, size_t *accepted, char *errstr,
+                                   size_t errstr_size)
+{
+    size_t i;
+
+    if (accepted != NULL)
+        *accepted = 0;
+    if (eb == NULL || (count > 0 && (indices == NULL || ops == NULL)) ||
+        (ids != NULL && id_lens == NULL) || (routings != NULL && routing_lens == NULL) ||
+        (bodies != NULL && body_lens == NULL)) {
+        esbulk__errstr(errstr, errstr_size, "invalid argument (missing array)");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    for (i = 0; i < count; i++) {
+        esbulk_err_t err = esbulk_add_opts(eb, (esbulk_op_t)ops[i], indices[i],
+                                           ids ? ids[i] : NULL, ids && ids[i] ? id_lens[i] : 0,
+                                           routings ? routings[i] : NULL,
+                                           routings && routings[i] ? routing_lens[i] : 0,
+                                           bodies ? bodies[i] : NULL,
+                                           bodies && bodies[i] ? body_lens[i] : 0,
+                                           opts ? opts[i] : NULL, opaques ? opaques[i] : NULL,
+                                           errstr, errstr_size);
+        if (err != ESBULK_OK)
+            return err;
+        if (accepted != NULL)
+            (*accepted)++;
+    }
+    return ESBULK_OK;
 }
 
 esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const int32_t *ops,
@@ -444,30 +513,8 @@ esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const int32_t *ops,
                               const size_t *body_lens, void *const *opaques, size_t *accepted,
                               char *errstr, size_t errstr_size)
 {
-    size_t i;
-
-    if (accepted != NULL)
-        *accepted = 0;
-    if (eb == NULL || indices == NULL || (count > 0 && ops == NULL) ||
-        (ids != NULL && id_lens == NULL) || (routings != NULL && routing_lens == NULL) ||
-        (bodies != NULL && body_lens == NULL)) {
-        esbulk__errstr(errstr, errstr_size, "invalid argument (missing array)");
-        return ESBULK_ERR_INVALID_ARG;
-    }
-    for (i = 0; i < count; i++) {
-        esbulk_err_t err = esbulk_add(eb, (esbulk_op_t)ops[i], indices[i], ids ? ids[i] : NULL,
-                                      ids && ids[i] ? id_lens[i] : 0,
-                                      routings ? routings[i] : NULL,
-                                      routings && routings[i] ? routing_lens[i] : 0,
-                                      bodies ? bodies[i] : NULL,
-                                      bodies && bodies[i] ? body_lens[i] : 0,
-                                      opaques ? opaques[i] : NULL, errstr, errstr_size);
-        if (err != ESBULK_OK)
-            return err;
-        if (accepted != NULL)
-            (*accepted)++;
-    }
-    return ESBULK_OK;
+    return esbulk_add_batch_opts(eb, count, ops, indices, ids, id_lens, routings, routing_lens,
+                                 bodies, body_lens, NULL, opaques, accepted, errstr, errstr_size);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -22,13 +22,17 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
                              uint64_t bytes_sent)
 {
     int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
+    int keep_body = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_KEEP_BODY);
     esbulk__queue_t drop = {0};
     esbulk__doc_t *d;
     size_t freed_bytes = 0;
 
     for (d = q->head; d != NULL; d = d->next) {
-        free(d->lines); /* the body is not needed any more */
-        d->lines = NULL;
+        /* the body is not needed any more, but for a dead-letter output */
+        if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED) {
+            free(d->lines);
+            d->lines = NULL;
+        }
         freed_bytes += d->body_bytes;
         d->body_bytes = 0;
     }

@@ -75,9 +75,84 @@ esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
     return esbulk__buf_addc(buf, '"');
 }
 
+esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *o, esbulk_op_t op, char *errstr,
+                                   size_t errstr_size)
+{
+    static const char *const names[] = {"n index", " create", "n update", " delete"};
+    const char *bad = NULL;
+
+    if (o == NULL)
+        return ESBULK_OK;
+    if ((unsigned)op > ESBULK_OP_DELETE)
+        return ESBULK_ERR_INVALID_ARG;
+    if (o->has_version && o->has_seq_no)
+        bad = "an external version and if_seq_no cannot be used together";
+    else if (o->has_version && op != ESBULK_OP_INDEX && op != ESBULK_OP_DELETE)
+        bad = "an external version applies to index and delete only";
+    else if (o->has_seq_no && op == ESBULK_OP_CREATE)
+        bad = "if_seq_no applies to index, update and delete only";
+    else if (o->pipeline != NULL && op != ESBULK_OP_INDEX && op != ESBULK_OP_CREATE)
+        bad = "a pipeline applies to index and create only";
+    else if (o->require_alias && op == ESBULK_OP_DELETE)
+        bad = "require_alias applies to index, create and update only";
+    else if (o->retry_on_conflict >= 0 && op != ESBULK_OP_UPDATE)
+        bad = "retry_on_conflict applies to update only";
+    if (bad == NULL)
+        return ESBULK_OK;
+    esbulk__errstr(errstr, errstr_size, "document options do not fit a%s: %s", names[op], bad);
+    return ESBULK_ERR_INVALID_ARG;
+}
+
+int esbulk__docopts_conditional(const esbulk_docopts_t *o)
+{
+    return o != NULL && (o->has_version || o->has_seq_no);
+}
+
+/* ,"key":<number> */
+static esbulk_err_t add_num(esbulk__buf_t *buf, const char *key, int64_t v)
+{
+    char tmp[64];
+    int n = snprintf(tmp, sizeof(tmp), ",\"%s\":%lld", key, (long long)v);
+
+    return esbulk__buf_add(buf, tmp, (size_t)n);
+}
+
+static esbulk_err_t add_opts(esbulk__buf_t *buf, const esbulk_docopts_t *o)
+{
+    esbulk_err_t err = ESBULK_OK;
+
+    if (o->has_version &&
+        ((err = add_num(buf, "version", o->version)) != ESBULK_OK ||
+         (err = esbulk__buf_adds(buf, o->version_type == ESBULK_VERSION_EXTERNAL_GTE
+                                          ? ",\"version_type\":\"external_gte\""
+                                          : ",\"version_type\":\"external\"")) != ESBULK_OK))
+        return err;
+    if (o->has_seq_no && ((err = add_num(buf, "if_seq_no", o->if_seq_no)) != ESBULK_OK ||
+                          (err = add_num(buf, "if_primary_term", o->if_primary_term)) != ESBULK_OK))
+        return err;
+    if (o->pipeline != NULL &&
+        ((err = esbulk__buf_adds(buf, ",\"pipeline\":")) != ESBULK_OK ||
+         (err = esbulk__json_string(buf, o->pipeline, strlen(o->pipeline))) != ESBULK_OK))
+        return err;
+    if (o->require_alias && (err = esbulk__buf_adds(buf, ",\"require_alias\":true")) != ESBULK_OK)
+        return err;
+    if (o->retry_on_conflict >= 0)
+        err = add_num(buf, "retry_on_conflict", o->retry_on_conflict);
+    return err;
+}
+
 esbulk_err_t esbulk__action_line(esbulk__buf_t *buf, esbulk_op_t op, const char *index,
                                  size_t index_len, const char *id, size_t id_len,
                                  const char *routing, size_t routing_len)
+{
+    return esbulk__action_line_opts(buf, op, index, index_len, id, id_len, routing, routing_len,
+                                    NULL);
+}
+
+esbulk_err_t esbulk__action_line_opts(esbulk__buf_t *buf, esbulk_op_t op, const char *index,
+                                      size_t index_len, const char *id, size_t id_len,
+                                      const char *routing, size_t routing_len,
+                                      const esbulk_docopts_t *opts)
 {
     static const char *const heads[] = {"{\"index\":{\"_index\":", "{\"create\":{\"_index\":",
                                         "{\"update\":{\"_index\":", "{\"delete\":{\"_index\":"};
@@ -94,6 +169,8 @@ esbulk_err_t esbulk__action_line(esbulk__buf_t *buf, esbulk_op_t op, const char 
         goto fail;
     if (routing_len > 0 && ((err = esbulk__buf_adds(buf, ",\"routing\":")) != ESBULK_OK ||
                             (err = esbulk__json_string(buf, routing, routing_len)) != ESBULK_OK))
+        goto fail;
+    if (opts != NULL && (err = add_opts(buf, opts)) != ESBULK_OK)
         goto fail;
     if ((err = esbulk__buf_add(buf, "}}\n", 3)) != ESBULK_OK)
         goto fail;

@@ -9,11 +9,37 @@
  * UTF-8 (checked by the caller). */
 esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len);
 
+/* Per-document action options (esbulk_docopts_t). */
+struct esbulk_docopts_s {
+    int has_version;
+    int64_t version;
+    esbulk_version_type_t version_type;
+    int has_seq_no;
+    int64_t if_seq_no, if_primary_term;
+    char *pipeline;          /* NULL: none (the bulk.pipeline of the request applies) */
+    int require_alias;
+    int32_t retry_on_conflict; /* -1: none */
+};
+
+/* Checks that opts (may be NULL) fit op: ESBULK_ERR_INVALID_ARG with a
+ * message otherwise. */
+esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *opts, esbulk_op_t op, char *errstr,
+                                   size_t errstr_size);
+/* True when opts make op conditional (an external version, if_seq_no): a
+ * 409 on a retry after a broken attempt most likely means that attempt was
+ * applied. */
+int esbulk__docopts_conditional(const esbulk_docopts_t *opts);
+
 /* Appends {"<op>":{"_index":..,"_id":..,"routing":..}}\n to buf; id and
  * routing are omitted when their length is 0. */
 esbulk_err_t esbulk__action_line(esbulk__buf_t *buf, esbulk_op_t op, const char *index,
                                  size_t index_len, const char *id, size_t id_len,
                                  const char *routing, size_t routing_len);
+/* The same with opts (may be NULL; checked by esbulk__docopts_check). */
+esbulk_err_t esbulk__action_line_opts(esbulk__buf_t *buf, esbulk_op_t op, const char *index,
+                                      size_t index_len, const char *id, size_t id_len,
+                                      const char *routing, size_t routing_len,
+                                      const esbulk_docopts_t *opts);
 
 /* Appends body to buf without raw CR and LF bytes (in valid JSON they can
  * only be whitespace), then "\n". Checks that what remains is one object:

@@ -452,6 +452,23 @@ START_TEST(test_409_after_ambiguous_create)
     answer_items(s, conflict, now + 200);
     expect(1, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, 409);
     expect(2, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 409);
+    /* the same for a conditional index (external version, if_seq_no), and
+     * not for a plain one */
+    now += 1000;
+    {
+        esbulk__doc_t *cond = doc_new(ESBULK_OP_INDEX, "logs", "v1", 3, 0);
+        cond->conditional = 1;
+        esbulk__core_add(fx.core, cond, now);
+    }
+    add(4, "plain", now);
+    s = must_send(1, now);
+    answer_kind(s, ESBULK__ANS_BROKEN, now);
+    esbulk__core_tick(fx.core, now + cf.backoff_ms);
+    s = must_send(1, now + cf.backoff_ms);
+    ck_assert_uint_eq(s->ndocs, 2);
+    answer_items(s, conflict, now + 200);
+    expect(3, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, 409);
+    expect(4, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 409);
     fx_close();
 }
 END_TEST

@@ -131,6 +131,73 @@ static esbulk_err_t body(const char *in, int validate, char **out)
     return err;
 }
 
+/* Per-document options in the action line, and which ops they fit. */
+START_TEST(test_action_line_opts)
+{
+    esbulk_docopts_t *o = esbulk_docopts_new();
+    char errstr[256];
+    esbulk__buf_t b;
+
+    ck_assert_ptr_nonnull(o);
+    esbulk__buf_init(&b, 1 << 20);
+    ck_assert_int_eq(esbulk_docopts_set_version(o, 42, ESBULK_VERSION_EXTERNAL_GTE), ESBULK_OK);
+    ck_assert_int_eq(esbulk_docopts_set_pipeline(o, "p\"1"), ESBULK_OK);
+    ck_assert_int_eq(esbulk_docopts_set_require_alias(o, 1), ESBULK_OK);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, errstr, sizeof(errstr)), ESBULK_OK);
+    ck_assert_int_eq(esbulk__action_line_opts(&b, ESBULK_OP_INDEX, "i", 1, "1", 1, "r", 1, o),
+                     ESBULK_OK);
+    ck_assert_str_eq(b.data, "{\"index\":{\"_index\":\"i\",\"_id\":\"1\",\"routing\":\"r\","
+                             "\"version\":42,\"version_type\":\"external_gte\","
+                             "\"pipeline\":\"p\\\"1\",\"require_alias\":true}}\n");
+    ck_assert(esbulk__docopts_conditional(o));
+    esbulk_docopts_clear(o);
+    ck_assert(!esbulk__docopts_conditional(o));
+    ck_assert_int_eq(esbulk_docopts_set_if_seq_no(o, 7, 2), ESBULK_OK);
+    ck_assert_int_eq(esbulk_docopts_set_retry_on_conflict(o, 3), ESBULK_OK);
+    esbulk__buf_reset(&b);
+    ck_assert_int_eq(esbulk__action_line_opts(&b, ESBULK_OP_UPDATE, "i", 1, "1", 1, NULL, 0, o),
+                     ESBULK_OK);
+    ck_assert_str_eq(b.data, "{\"update\":{\"_index\":\"i\",\"_id\":\"1\",\"if_seq_no\":7,"
+                             "\"if_primary_term\":2,\"retry_on_conflict\":3}}\n");
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_UPDATE, errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    /* what does not fit */
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG); /* retry_on_conflict */
+    ck_assert_ptr_nonnull(strstr(errstr, "retry_on_conflict"));
+    esbulk_docopts_set_retry_on_conflict(o, -1);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_CREATE, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG); /* if_seq_no on a create */
+    esbulk_docopts_set_version(o, 1, ESBULK_VERSION_EXTERNAL);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG); /* version and if_seq_no */
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_version(o, 1, ESBULK_VERSION_EXTERNAL);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_UPDATE, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_DELETE, errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_pipeline(o, "p");
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_DELETE, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG);
+    /* setters refuse what is out of range */
+    ck_assert_int_eq(esbulk_docopts_set_version(o, -1, ESBULK_VERSION_EXTERNAL),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_docopts_set_version(o, 1, (esbulk_version_type_t)9),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_docopts_set_if_seq_no(o, 0, 0), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_docopts_set_retry_on_conflict(o, -2), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_docopts_set_pipeline(o, "\xff"), ESBULK_ERR_INVALID_UTF8);
+    ck_assert_int_eq(esbulk_docopts_set_pipeline(NULL, "p"), ESBULK_ERR_INVALID_ARG);
+    esbulk_docopts_set_pipeline(o, ""); /* unsets */
+    ck_assert_ptr_null(o->pipeline);
+    esbulk__buf_free(&b);
+    esbulk_docopts_destroy(o);
+    esbulk_docopts_destroy(NULL);
+}
+END_TEST
+
 START_TEST(test_body_line)
 {
     char *s = NULL;
@@ -436,6 +503,7 @@ int main(void)
     tcase_add_test(pure, test_backoff);
     tcase_add_test(pure, test_retry_decide);
     tcase_add_test(pure, test_action_line);
+    tcase_add_test(pure, test_action_line_opts);
     tcase_add_test(pure, test_body_line);
     tcase_add_test(pure, test_ids);
     tcase_set_timeout(handle, 60);

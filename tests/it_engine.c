@@ -685,6 +685,167 @@ static void node_failure(const char *script)
     json_decref(st);
 }
 
+/* ------------------------------------------------------------------------- */
+/* Per-document action options and the kept body of failures */
+
+typedef struct {
+    int results;
+    esbulk_outcome_t outcome;
+    int32_t status;
+    int64_t seq_no, primary_term;
+    char error_type[64], reason[512], body[256];
+    int has_body;
+} opt_seen_t;
+
+static opt_seen_t opt_seen[32];
+
+static void on_opt_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    size_t k = (size_t)esbulk_result_opaque(r), len = 0;
+    const char *body = esbulk_result_body(r, &len);
+    opt_seen_t *o;
+
+    (void)eb;
+    (void)opaque;
+    if (k >= sizeof(opt_seen) / sizeof(opt_seen[0]))
+        return;
+    o = &opt_seen[k];
+    o->results++;
+    o->outcome = esbulk_result_outcome(r);
+    o->status = esbulk_result_status(r);
+    o->seq_no = esbulk_result_seq_no(r);
+    o->primary_term = esbulk_result_primary_term(r);
+    snprintf(o->error_type, sizeof(o->error_type), "%s",
+             esbulk_result_error_type(r) ? esbulk_result_error_type(r) : "");
+    snprintf(o->reason, sizeof(o->reason), "%s",
+             esbulk_result_error_reason(r) ? esbulk_result_error_reason(r) : "");
+    o->has_body = body != NULL;
+    snprintf(o->body, sizeof(o->body), "%.*s", (int)(len < 255 ? len : 255), body ? body : "");
+}
+
+/* Adds document k with opts and waits for its result. */
+static opt_seen_t *opt_add(esbulk_t *eb, size_t k, esbulk_op_t op, const char *index,
+                           const char *id, const char *body, const esbulk_docopts_t *opts)
+{
+    char errstr[512];
+
+    memset(&opt_seen[k], 0, sizeof(opt_seen[k]));
+    if (esbulk_add_opts(eb, op, index, id, strlen(id), NULL, 0, body, body ? strlen(body) : 0,
+                        opts, (void *)k, errstr, sizeof(errstr)) != ESBULK_OK)
+        die("esbulk_add_opts %zu: %s", k, errstr);
+    if (esbulk_flush(eb, 30000) != ESBULK_OK)
+        die("flush after document %zu timed out", k);
+    return &opt_seen[k];
+}
+
+static void doc_options(void)
+{
+    const char *index = "it-eng-opts";
+    esbulk_docopts_t *o = esbulk_docopts_new();
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[512];
+    opt_seen_t *r;
+    int64_t seq, term;
+    json_t *doc;
+    esbulk_t *eb;
+
+    fresh_index(index, "{\"properties\":{\"n\":{\"type\":\"integer\"}}}");
+    must_ok("PUT", "/_ingest/pipeline/it-eng-set",
+            "{\"processors\":[{\"set\":{\"field\":\"piped\",\"value\":true}}]}");
+    if (o == NULL || conf == NULL ||
+        esbulk_conf_set(conf, "urls", base_url, errstr, sizeof(errstr)) != ESBULK_OK ||
+        esbulk_conf_set(conf, "result.keep_body", "true", errstr, sizeof(errstr)) != ESBULK_OK)
+        die("docopts setup: %s", errstr);
+    esbulk_conf_set_result_cb(conf, on_opt_result);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    esbulk_conf_destroy(conf);
+    if (eb == NULL)
+        die("esbulk_new: %s", errstr);
+
+    /* external versions: an older one is refused, a newer one applied */
+    esbulk_docopts_set_version(o, 10, ESBULK_VERSION_EXTERNAL);
+    r = opt_add(eb, 0, ESBULK_OP_INDEX, index, "v", "{\"n\":10}", o);
+    check(r->results == 1 && r->outcome == ESBULK_OUTCOME_INDEXED,
+          "external version 10 on a new document: indexed (%d %s)", r->status, r->reason);
+    esbulk_docopts_set_version(o, 5, ESBULK_VERSION_EXTERNAL);
+    r = opt_add(eb, 1, ESBULK_OP_INDEX, index, "v", "{\"n\":5}", o);
+    check(r->outcome == ESBULK_OUTCOME_FAILED && r->status == 409 &&
+          strstr(r->error_type, "version_conflict") != NULL,
+          "an older external version (5 < 10) is refused: %d %s", r->status, r->error_type);
+    check(r->has_body && strcmp(r->body, "{\"n\":5}") == 0,
+          "the refused document's body is kept for dead-letter output (%s)", r->body);
+    esbulk_docopts_set_version(o, 10, ESBULK_VERSION_EXTERNAL_GTE);
+    r = opt_add(eb, 2, ESBULK_OP_INDEX, index, "v", "{\"n\":11}", o);
+    check(r->outcome == ESBULK_OUTCOME_INDEXED && !r->has_body,
+          "external_gte with the same version: indexed, and no body kept for a success");
+    doc = must("GET", "/it-eng-opts/_doc/v", NULL);
+    check(json_integer_value(json_object_get(doc, "_version")) == 10 &&
+              json_integer_value(json_object_get(json_object_get(doc, "_source"), "n")) == 11,
+          "the stored document has version 10 and the newest body");
+    json_decref(doc);
+
+    /* if_seq_no: the current one applies, a stale one conflicts */
+    esbulk_docopts_clear(o);
+    r = opt_add(eb, 3, ESBULK_OP_INDEX, index, "s", "{\"n\":1}", NULL);
+    seq = r->seq_no;
+    term = r->primary_term;
+    check(r->outcome == ESBULK_OUTCOME_INDEXED && seq >= 0 && term >= 1,
+          "a plain index reports _seq_no %lld and _primary_term %lld", (long long)seq,
+          (long long)term);
+    esbulk_docopts_set_if_seq_no(o, seq, term);
+    r = opt_add(eb, 4, ESBULK_OP_UPDATE, index, "s", "{\"doc\":{\"n\":2}}", o);
+    check(r->outcome == ESBULK_OUTCOME_INDEXED, "update with the current if_seq_no: applied");
+    r = opt_add(eb, 5, ESBULK_OP_INDEX, index, "s", "{\"n\":3}", o);
+    check(r->outcome == ESBULK_OUTCOME_FAILED && r->status == 409,
+          "index with a stale if_seq_no: conflict reported (%d %s)", r->status, r->error_type);
+
+    /* a pipeline per document */
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_pipeline(o, "it-eng-set");
+    r = opt_add(eb, 6, ESBULK_OP_INDEX, index, "p", "{\"n\":6}", o);
+    doc = must("GET", "/it-eng-opts/_doc/p", NULL);
+    check(r->outcome == ESBULK_OUTCOME_INDEXED &&
+              json_is_true(json_object_get(json_object_get(doc, "_source"), "piped")),
+          "the document's pipeline ran (piped=true in the stored source)");
+    json_decref(doc);
+    r = opt_add(eb, 7, ESBULK_OP_INDEX, index, "q", "{\"n\":7}", NULL);
+    doc = must("GET", "/it-eng-opts/_doc/q", NULL);
+    check(r->outcome == ESBULK_OUTCOME_INDEXED &&
+              json_object_get(json_object_get(doc, "_source"), "piped") == NULL,
+          "a document without the option is not piped");
+    json_decref(doc);
+
+    /* require_alias on a concrete index: refused by the server */
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_require_alias(o, 1);
+    r = opt_add(eb, 8, ESBULK_OP_INDEX, index, "a", "{\"n\":8}", o);
+    check(r->outcome == ESBULK_OUTCOME_FAILED && strstr(r->reason, "alias") != NULL,
+          "require_alias on a concrete index: refused (%d %.100s)", r->status, r->reason);
+
+    /* retry_on_conflict is sent with an update */
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_retry_on_conflict(o, 3);
+    r = opt_add(eb, 9, ESBULK_OP_UPDATE, index, "s", "{\"doc\":{\"n\":9}}", o);
+    check(r->outcome == ESBULK_OUTCOME_INDEXED, "update with retry_on_conflict=3: applied");
+
+    /* a mapping error keeps its body; options that do not fit are refused at add */
+    r = opt_add(eb, 10, ESBULK_OP_INDEX, index, "bad", "{\"n\":\"not a number\"}", NULL);
+    check(r->outcome == ESBULK_OUTCOME_FAILED && r->status == 400 &&
+              strcmp(r->body, "{\"n\":\"not a number\"}") == 0,
+          "a mapping error carries the body as sent (%s)", r->body);
+    check(esbulk_add_opts(eb, ESBULK_OP_INDEX, index, "x", 1, NULL, 0, "{}", 2, o, NULL, errstr,
+                          sizeof(errstr)) == ESBULK_ERR_INVALID_ARG &&
+              strstr(errstr, "retry_on_conflict") != NULL,
+          "retry_on_conflict on an index is refused at add: %s", errstr);
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_version(o, 1, ESBULK_VERSION_EXTERNAL);
+    check(esbulk_add_opts(eb, ESBULK_OP_UPDATE, index, "x", 1, NULL, 0, "{\"doc\":{}}", 10, o,
+                          NULL, errstr, sizeof(errstr)) == ESBULK_ERR_INVALID_ARG,
+          "an external version on an update is refused at add: %s", errstr);
+    esbulk_destroy(eb);
+    esbulk_docopts_destroy(o);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -713,6 +874,7 @@ int main(int argc, char **argv)
         failures_only_and_stats();
         auto_created_index();
         secrets_stay_secret();
+        doc_options();
     }
     check(off_thread == 0, "results were delivered only on the polling thread");
     return finish();
