@@ -411,10 +411,12 @@ ESBULK_EXTERN int32_t esbulk_poll_results(esbulk_t *eb, const esbulk_result_t **
 
 /* Releases the batch the last esbulk_poll_results() returned: its results
  * and their strings are freed, and its documents stop counting against
- * buffer.max.docs. Nothing held (or a NULL eb): does nothing. Call it from
- * the thread that pulls (or strictly after it, as one goroutine's calls
- * are), never while another thread reads the batch. */
-ESBULK_EXTERN void esbulk_results_release(esbulk_t *eb);
+ * buffer.max.docs. ESBULK_OK, also when nothing is held;
+ * ESBULK_ERR_INVALID_ARG for a NULL eb; ESBULK_ERR_IN_CALLBACK from a
+ * callback of eb (nothing is released: the batch is the poller's). Call it
+ * from the thread that pulls (or strictly after it, as one goroutine's
+ * calls are), never while another thread reads the batch. */
+ESBULK_EXTERN esbulk_err_t esbulk_results_release(esbulk_t *eb);
 
 /* Documents added whose result has not been served (through a callback) or
  * released (pulled) yet. Thread-safe. */

@@ -883,14 +883,20 @@ int32_t esbulk_poll_results(esbulk_t *eb, const esbulk_result_t **out, size_t ma
     return n;
 }
 
-void esbulk_results_release(esbulk_t *eb)
+/* Refused from a callback: the batch belongs to the program's poller, which
+ * may be reading it around the serving call that runs the callback. */
+esbulk_err_t esbulk_results_release(esbulk_t *eb)
 {
     esbulk__queue_t q;
     esbulk__doc_t *d;
 
     if (eb == NULL)
-        return;
+        return ESBULK_ERR_INVALID_ARG;
     pthread_mutex_lock(&eb->lock);
+    if (caller_self(eb) != NULL) {
+        pthread_mutex_unlock(&eb->lock);
+        return ESBULK_ERR_IN_CALLBACK;
+    }
     q = eb->pull_held;
     memset(&eb->pull_held, 0, sizeof(eb->pull_held));
     /* released documents stop counting against buffer.max.docs */
@@ -900,6 +906,7 @@ void esbulk_results_release(esbulk_t *eb)
     pthread_mutex_unlock(&eb->lock);
     while ((d = esbulk__queue_pop(&q)) != NULL)
         esbulk__doc_free(d);
+    return ESBULK_OK;
 }
 
 int64_t esbulk_pending(esbulk_t *eb)

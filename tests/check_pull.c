@@ -56,6 +56,7 @@ typedef struct {
     int cb_results;        /* results seen by the result callback */
     int stats_calls;
     int32_t rc_pull_in_cb; /* esbulk_poll_results from inside the callback */
+    esbulk_err_t rc_release_in_cb; /* esbulk_results_release from inside it */
     int pull_in_cb_done;
     int destroy_in_stats;  /* the stats callback destroys the handle */
 } state_t;
@@ -104,7 +105,8 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
     if (!st.pull_in_cb_done) {
         st.pull_in_cb_done = 1;
         st.rc_pull_in_cb = esbulk_poll_results(eb, out, 4, -1);
-        esbulk_results_release(eb); /* nothing held by the callback: a no-op */
+        /* refused: it would free the batch the program holds */
+        st.rc_release_in_cb = esbulk_results_release(eb);
     }
 }
 
@@ -149,6 +151,7 @@ static esbulk_t *dead_handle(int flags, const char *flush_ms, const char *max_do
     memset(&st, 0, sizeof(st));
     st.eb = eb;
     st.rc_pull_in_cb = INT32_MIN;
+    st.rc_release_in_cb = ESBULK_OK;
     return eb;
 }
 
@@ -228,8 +231,8 @@ START_TEST(test_misuse_args)
     ck_assert_int_eq(esbulk_poll_results(NULL, out, 4, -1), ESBULK_ERR_INVALID_ARG);
     ck_assert_int_eq(esbulk_poll_results(eb, NULL, 4, -1), ESBULK_ERR_INVALID_ARG);
     ck_assert_int_eq(esbulk_poll_results(eb, out, 0, -1), ESBULK_ERR_INVALID_ARG);
-    esbulk_results_release(NULL);
-    esbulk_results_release(eb); /* nothing held */
+    ck_assert_int_eq(esbulk_results_release(NULL), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_results_release(eb), ESBULK_OK); /* nothing held */
     ck_assert_int_eq(ESBULK_ERR_RESULTS_HELD, -23);
     ck_assert_str_eq(esbulk_err2str(ESBULK_ERR_RESULTS_HELD),
                      "results of an earlier esbulk_poll_results() are not released");
@@ -457,6 +460,7 @@ START_TEST(test_with_callback)
     ck_assert_int_eq(st.cb_results + n, 60);
     ck_assert(st.pull_in_cb_done);
     ck_assert_int_eq(st.rc_pull_in_cb, ESBULK_ERR_IN_CALLBACK);
+    ck_assert_int_eq(st.rc_release_in_cb, ESBULK_ERR_IN_CALLBACK);
     assert_exactly_once();
     ck_assert_int_eq(esbulk_pending(eb), 0);
     esbulk_destroy(eb);
