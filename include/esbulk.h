@@ -61,7 +61,8 @@ typedef enum esbulk_err_e {
     ESBULK_ERR_ITEM = -19,            /* the server refused the document (see status) */
     ESBULK_ERR_RETRIES_EXHAUSTED = -20, /* retry.max attempts used up */
     ESBULK_ERR_DELIVERY_TIMEOUT = -21, /* delivery.timeout.ms passed */
-    ESBULK_ERR_IN_CALLBACK = -22      /* called from inside a result or statistics callback */
+    ESBULK_ERR_IN_CALLBACK = -22,     /* called from inside a result or statistics callback */
+    ESBULK_ERR_RESULTS_HELD = -23     /* esbulk_poll_results: the last batch is not released */
 } esbulk_err_t;
 
 /* A static English description of err. Never NULL. Thread-safe. */
@@ -244,6 +245,11 @@ ESBULK_EXTERN char *esbulk_topology_describe(esbulk_topology_t *topo, const char
  * one result; a call that fails delivers no result for that document. With
  * result.failures_only=true, indexed documents are counted as served without
  * a callback: only the others are reported.
+ *
+ * Results can instead be pulled (for bindings that must not be called back:
+ * Go without //export, Python without ctypes callbacks): see
+ * esbulk_poll_results(). A handle with neither a result nor a results
+ * callback keeps every result until it is pulled.
  */
 typedef struct esbulk_s esbulk_t;
 
@@ -261,11 +267,14 @@ typedef enum esbulk_outcome_e {
                                     was sent and it could not be safely retried */
 } esbulk_outcome_t;
 
-/* One document's result, borrowed: valid only during the callback. */
+/* One document's result, borrowed: valid only during the callback, or, when
+ * pulled, until esbulk_results_release() or esbulk_destroy(). */
 typedef struct esbulk_result_s esbulk_result_t;
 
 /* Result accessors. Strings are NUL-terminated UTF-8, NULL when absent;
- * _seq_no, _primary_term and _version -1 when absent, the status 0. Thread-safe on the result during its callback. */
+ * _seq_no, _primary_term and _version -1 when absent, the status 0.
+ * Thread-safe on the result while it is valid (during its callback, or
+ * pulled and not yet released). */
 ESBULK_EXTERN void *esbulk_result_opaque(const esbulk_result_t *result);
 ESBULK_EXTERN esbulk_outcome_t esbulk_result_outcome(const esbulk_result_t *result);
 /* ESBULK_OK when indexed; else why: ESBULK_ERR_ITEM (the server refused the
@@ -399,14 +408,20 @@ ESBULK_EXTERN esbulk_err_t esbulk_add_batch_opts(esbulk_t *eb, size_t count, con
  * Returns the number of results served (with a deferred esbulk_destroy, the
  * close's included), or a negative esbulk_err_t on misuse:
  * ESBULK_ERR_IN_CALLBACK (called from a callback; nothing is served);
- * ESBULK_ERR_INVALID_ARG for a NULL handle. Call from one thread at a time. */
+ * ESBULK_ERR_INVALID_ARG for a NULL handle. Call from one thread at a time.
+ * With neither a result nor a results callback, results are kept for
+ * esbulk_poll_results(): this returns 0 (at once when some are ready to
+ * pull) and runs only the stats callback. */
 ESBULK_EXTERN int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms);
 
 /* Sends everything buffered now and serves results until every document
  * added before the call has its result. ESBULK_OK, or ESBULK_ERR_TIMED_OUT
  * when timeout_ms (-1: no limit) passed first. ESBULK_ERR_IN_CALLBACK at
  * once from a callback; ESBULK_ERR_CLOSED when a callback destroyed the
- * handle (it is freed when the call returns). */
+ * handle (it is freed when the call returns). Results taken by
+ * esbulk_poll_results() count as delivered. With neither a result nor a
+ * results callback it serves nothing: it waits until every document added
+ * before the call has its outcome known, i.e. its result ready to pull. */
 ESBULK_EXTERN esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms);
 
 /* Flushes for up to timeout_ms, then gives every document still without a
@@ -416,7 +431,11 @@ ESBULK_EXTERN esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms);
  * ESBULK_ERR_CLOSED. ESBULK_OK when everything was delivered, else
  * ESBULK_ERR_TIMED_OUT. ESBULK_ERR_IN_CALLBACK at once from a callback (the
  * handle stays open); ESBULK_ERR_CLOSED when a callback destroyed the handle
- * (it is freed when the call returns). */
+ * (it is freed when the call returns). With neither a result nor a results
+ * callback nothing is served: every result, ESBULK_ERR_CLOSED ones
+ * included, stays pullable with esbulk_poll_results() until
+ * esbulk_destroy(); ESBULK_OK then means every document had its outcome
+ * within timeout_ms. */
 ESBULK_EXTERN esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms);
 
 /* Closes (timeout 0) if not closed, then frees the handle. From a callback,
@@ -424,10 +443,42 @@ ESBULK_EXTERN esbulk_err_t esbulk_close(esbulk_t *eb, int32_t timeout_ms);
  * handle must not be used after that call returns: it is marked closing
  * (adds fail with ESBULK_ERR_CLOSED), the call stops waiting, delivers what
  * it has, closes (every document still gets its one result, through the
- * callbacks) and frees the handle. */
+ * callbacks) and frees the handle. It frees results that were never pulled
+ * and the batch esbulk_poll_results() handed out (not released yet): none
+ * may be used after it. */
 ESBULK_EXTERN void esbulk_destroy(esbulk_t *eb);
 
-/* Documents added whose result has not been served yet. Thread-safe. */
+/* Pulls up to max results into out[0..max) (an array the caller owns),
+ * waiting up to timeout_ms (0: do not wait, -1: until at least one) for the
+ * first; never calls a callback (the stats callback included). The results
+ * (library memory) stay valid, and their documents count against
+ * buffer.max.docs, until esbulk_results_release() (or esbulk_destroy()).
+ * One batch at a time: the results returned must be released before the
+ * next call (a call that returned 0 or an error holds nothing). Works with
+ * callbacks set too: each result goes to whichever takes it first, this
+ * call or a serving one (esbulk_poll, flush, close). After esbulk_close()
+ * it returns what is left, then 0, without waiting. With
+ * result.failures_only=true only the non-indexed results come.
+ * Returns the number of results (0: none in time), or a negative
+ * esbulk_err_t: ESBULK_ERR_INVALID_ARG (eb or out NULL, max 0),
+ * ESBULK_ERR_IN_CALLBACK (from a callback of eb), ESBULK_ERR_RESULTS_HELD
+ * (the last batch is not released; nothing is taken), ESBULK_ERR_CLOSED (a
+ * callback on another thread destroyed the handle). Call from one thread at
+ * a time, like esbulk_poll(). */
+ESBULK_EXTERN int32_t esbulk_poll_results(esbulk_t *eb, const esbulk_result_t **out,
+                                          size_t max, int32_t timeout_ms);
+
+/* Releases the batch the last esbulk_poll_results() returned: its results
+ * and their strings are freed, and its documents stop counting against
+ * buffer.max.docs. ESBULK_OK, also when nothing is held;
+ * ESBULK_ERR_INVALID_ARG for a NULL eb; ESBULK_ERR_IN_CALLBACK from a
+ * callback of eb (nothing is released: the batch is the poller's). Call it
+ * from the thread that pulls (or strictly after it, as one goroutine's
+ * calls are), never while another thread reads the batch. */
+ESBULK_EXTERN esbulk_err_t esbulk_results_release(esbulk_t *eb);
+
+/* Documents added whose result has not been served (through a callback) or
+ * released (pulled) yet. Thread-safe. */
 ESBULK_EXTERN int64_t esbulk_pending(esbulk_t *eb);
 
 /* Statistics as JSON (see esbulk_stats_json(3)); free with esbulk_free().

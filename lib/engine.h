@@ -59,6 +59,14 @@ struct esbulk_s {
                                        * frame per thread; under lock */
     int destroy_deferred;           /* esbulk_destroy from a callback: the caller that ran
                                      * it closes and frees (under lock) */
+
+    /* pull API (esbulk.c) */
+    esbulk__queue_t pull_ready;     /* a handle without result callbacks: outcome known and
+                                     * off the live list (a serving call moved them), not
+                                     * pulled yet; under lock */
+    esbulk__queue_t pull_held;      /* the batch esbulk_poll_results() handed out, until
+                                     * esbulk_results_release(); still counted in
+                                     * buffered_docs; under lock */
 };
 
 /* io.c: the I/O thread */

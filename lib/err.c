@@ -32,6 +32,7 @@ const char *esbulk_err2str(esbulk_err_t err)
     case ESBULK_ERR_RETRIES_EXHAUSTED: return "retries exhausted (retry.max)";
     case ESBULK_ERR_DELIVERY_TIMEOUT: return "delivery timed out (delivery.timeout.ms)";
     case ESBULK_ERR_IN_CALLBACK: return "called from inside a result or statistics callback";
+    case ESBULK_ERR_RESULTS_HELD: return "results of an earlier esbulk_poll_results() are not released";
     }
     return "unknown error code";
 }

@@ -552,6 +552,36 @@ static int64_t stats_due_in(esbulk_t *eb)
     return eb->next_stats_ms == 0 ? iv : (eb->next_stats_ms > now ? eb->next_stats_ms - now : 0);
 }
 
+/* A handle with neither a result nor a results callback keeps its results
+ * for esbulk_poll_results(): serving calls only note that their outcome is
+ * known (the conf is the handle's own copy: this never changes). */
+static int pull_mode(const esbulk_t *eb)
+{
+    return eb->conf->result_cb == NULL && eb->conf->results_cb == NULL;
+}
+
+/* Takes d off the list of undelivered documents. Caller holds eb->lock. */
+static void live_unlink(esbulk_t *eb, esbulk__doc_t *d)
+{
+    if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
+    if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
+    d->live_prev = d->live_next = NULL;
+}
+
+/* A pull handle's serving: the results queued now become pullable and leave
+ * the live list (their outcome is known: a flush or close need not wait for
+ * them); they keep counting against buffer.max.docs until released. */
+static void pull_absorb(esbulk_t *eb)
+{
+    esbulk__doc_t *d;
+
+    pthread_mutex_lock(&eb->lock);
+    for (d = eb->results.head; d != NULL; d = d->next)
+        live_unlink(eb, d);
+    esbulk__queue_append(&eb->pull_ready, &eb->results);
+    pthread_mutex_unlock(&eb->lock);
+}
+
 /* Serves what is queued now; returns how many. Caller does not hold lock. */
 static int32_t serve(esbulk_t *eb)
 {
@@ -562,6 +592,10 @@ static int32_t serve(esbulk_t *eb)
     int32_t served = 0;
 
     maybe_stats(eb);
+    if (pull_mode(eb)) {
+        pull_absorb(eb);
+        return 0;
+    }
     pthread_mutex_lock(&eb->lock);
     q = eb->results;
     memset(&eb->results, 0, sizeof(eb->results));
@@ -587,11 +621,8 @@ static int32_t serve(esbulk_t *eb)
         served++;
     }
     pthread_mutex_lock(&eb->lock);
-    for (d = q.head; d != NULL; d = next) {
-        next = d->next;
-        if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
-        if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
-    }
+    for (d = q.head; d != NULL; d = d->next)
+        live_unlink(eb, d);
     {
         caller_t *c = caller_self(eb);
         if (c != NULL)
@@ -623,12 +654,24 @@ static int wait_results(esbulk_t *eb, const struct timespec *until)
     return rc;
 }
 
-/* esbulk_poll's serving; stops waiting once a destroy is requested. */
+/* Results a pull handle holds ready to pull. */
+static size_t pull_ready_count(esbulk_t *eb)
+{
+    size_t n;
+
+    pthread_mutex_lock(&eb->lock);
+    n = eb->pull_ready.count;
+    pthread_mutex_unlock(&eb->lock);
+    return n;
+}
+
+/* esbulk_poll's serving; stops waiting once a destroy is requested. A pull
+ * handle's poll serves nothing: it returns once results are ready to pull. */
 static void poll_serve(esbulk_t *eb, int32_t timeout_ms)
 {
     struct timespec until;
 
-    if (serve(eb) > 0 || timeout_ms == 0)
+    if (serve(eb) > 0 || timeout_ms == 0 || pull_ready_count(eb) > 0)
         return;
     while (!destroy_requested(eb)) {
         /* wake for the statistics callback too, if it falls due first */
@@ -641,7 +684,7 @@ static void poll_serve(esbulk_t *eb, int32_t timeout_ms)
             deadline_from_now(&until, wait);
             wait_results(eb, &until);
         }
-        if (serve(eb) > 0 || !stats_first)
+        if (serve(eb) > 0 || !stats_first || pull_ready_count(eb) > 0)
             return;
         if (timeout_ms > 0 && (timeout_ms -= (int32_t)wait) <= 0)
             return;
@@ -748,6 +791,7 @@ static esbulk_err_t close_call(esbulk_t *eb, int32_t timeout_ms)
                     "internal error: documents without a result after close");
     eb->flushers--;
     eb->closed = 1;
+    pthread_cond_broadcast(&eb->cond_results); /* a puller stops waiting: nothing comes */
     pthread_mutex_unlock(&eb->lock);
     return err;
 }
@@ -798,6 +842,17 @@ void esbulk_destroy(esbulk_t *eb)
 
 static void handle_free(esbulk_t *eb)
 {
+    esbulk__doc_t *d;
+    size_t unpulled = eb->pull_ready.count + eb->results.count;
+
+    /* a pull handle's results never pulled, and the batch not released */
+    if (unpulled > 0)
+        esbulk__log(&eb->log, ESBULK_LOG_NOTICE, "destroy",
+                    "%zu results were never pulled (esbulk_poll_results)", unpulled);
+    esbulk__queue_append(&eb->pull_ready, &eb->results);
+    esbulk__queue_append(&eb->pull_ready, &eb->pull_held);
+    while ((d = esbulk__queue_pop(&eb->pull_ready)) != NULL)
+        esbulk__doc_free(d);
     esbulk_topology_destroy(eb->topo);
     esbulk__http_opts_free(&eb->http);
     esbulk__urls_free(eb->seeds, eb->nseeds);
@@ -807,6 +862,98 @@ static void handle_free(esbulk_t *eb)
     pthread_cond_destroy(&eb->cond_results);
     esbulk_conf_destroy(eb->conf);
     free(eb);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Pulling results */
+
+/* Moves up to max results into the held batch and out[]: those a serving
+ * call made pullable first (they are older), then the queue. Caller holds
+ * eb->lock. */
+static int32_t pull_take(esbulk_t *eb, const esbulk_result_t **out, size_t max)
+{
+    esbulk__doc_t *d;
+    size_t n = 0;
+
+    while (n < max && (d = esbulk__queue_pop(&eb->pull_ready)) != NULL) {
+        esbulk__queue_push(&eb->pull_held, d);
+        out[n++] = d;
+    }
+    while (n < max && (d = esbulk__queue_pop(&eb->results)) != NULL) {
+        live_unlink(eb, d); /* delivered: a flush on another thread need not wait */
+        esbulk__queue_push(&eb->pull_held, d);
+        out[n++] = d;
+    }
+    return (int32_t)n;
+}
+
+/* Registers a frame like the serving calls (so that a callback's call is
+ * refused, and a deferred destroy waits for this call to return), but runs
+ * no callback and serves nothing: it only takes. */
+int32_t esbulk_poll_results(esbulk_t *eb, const esbulk_result_t **out, size_t max,
+                            int32_t timeout_ms)
+{
+    caller_t self;
+    struct timespec until;
+    int32_t n = 0;
+    int rc = 0;
+
+    if (eb == NULL || out == NULL || max == 0)
+        return ESBULK_ERR_INVALID_ARG;
+    if (max > INT32_MAX)
+        max = INT32_MAX;
+    if (caller_enter(eb, &self) != ESBULK_OK)
+        return ESBULK_ERR_IN_CALLBACK;
+    if (timeout_ms > 0)
+        deadline_from_now(&until, timeout_ms);
+    pthread_mutex_lock(&eb->lock);
+    if (eb->pull_held.count > 0) {
+        n = ESBULK_ERR_RESULTS_HELD;
+    } else {
+        for (;;) {
+            if (eb->destroy_deferred) {
+                n = ESBULK_ERR_CLOSED;
+                break;
+            }
+            n = pull_take(eb, out, max);
+            /* a closed handle's I/O thread is gone: nothing more can come */
+            if (n > 0 || timeout_ms == 0 || eb->closed || rc == ETIMEDOUT)
+                break;
+            if (timeout_ms < 0)
+                pthread_cond_wait(&eb->cond_results, &eb->lock);
+            else
+                rc = pthread_cond_timedwait(&eb->cond_results, &eb->lock, &until);
+        }
+    }
+    pthread_mutex_unlock(&eb->lock);
+    caller_leave(eb, &self);
+    return n;
+}
+
+/* Refused from a callback: the batch belongs to the program's poller, which
+ * may be reading it around the serving call that runs the callback. */
+esbulk_err_t esbulk_results_release(esbulk_t *eb)
+{
+    esbulk__queue_t q;
+    esbulk__doc_t *d;
+
+    if (eb == NULL)
+        return ESBULK_ERR_INVALID_ARG;
+    pthread_mutex_lock(&eb->lock);
+    if (caller_self(eb) != NULL) {
+        pthread_mutex_unlock(&eb->lock);
+        return ESBULK_ERR_IN_CALLBACK;
+    }
+    q = eb->pull_held;
+    memset(&eb->pull_held, 0, sizeof(eb->pull_held));
+    /* released documents stop counting against buffer.max.docs */
+    eb->buffered_docs -= q.count;
+    if (q.count > 0)
+        pthread_cond_broadcast(&eb->cond_space);
+    pthread_mutex_unlock(&eb->lock);
+    while ((d = esbulk__queue_pop(&q)) != NULL)
+        esbulk__doc_free(d);
+    return ESBULK_OK;
 }
 
 int64_t esbulk_pending(esbulk_t *eb)

@@ -8,6 +8,9 @@ A smoke test of the bulk engine across an FFI boundary: Python's ctypes only
   B: esbulk_add_batch, the batch callback (esbulk_conf_set_results_cb),
      polled from a second Python thread.
 
+and a third, C, with no callback at all: 10,000 documents drained with the
+pull API (esbulk_poll_results in batches of 256, esbulk_results_release).
+
 Checks that every accepted document gets exactly one result matched by its
 opaque, that refusals at add time return the right code and deliver nothing,
 that a per-document server refusal (400 mapper_parsing_exception) comes back
@@ -31,6 +34,9 @@ from ctypes import (CFUNCTYPE, POINTER, byref, c_char_p, c_int32, c_int64, c_siz
                     c_uint32, c_void_p)
 
 INDEX = "ffi-smoke"
+PULL_INDEX = "ffi-smoke-pull"
+PULL_DOCS = 10000
+PULL_BATCH = 256
 WATCHDOG_S = 240
 
 # esbulk_err_t values (include/esbulk.h)
@@ -39,6 +45,8 @@ ESBULK_ERR_INVALID_ARG = -1
 ESBULK_ERR_INVALID_UTF8 = -3
 ESBULK_ERR_ITEM = -19
 ESBULK_ERR_INVALID_JSON = -18
+ESBULK_ERR_IN_CALLBACK = -22
+ESBULK_ERR_RESULTS_HELD = -23
 ESBULK_OP_INDEX = 0
 ERR_NAMES = {0: "ESBULK_OK", -1: "ESBULK_ERR_INVALID_ARG", -3: "ESBULK_ERR_INVALID_UTF8",
              -16: "ESBULK_ERR_CLOSED", -18: "ESBULK_ERR_INVALID_JSON", -19: "ESBULK_ERR_ITEM"}
@@ -107,6 +115,8 @@ def load(path):
     fn("esbulk_close", c_int32, c_void_p, c_int32)
     fn("esbulk_destroy", None, c_void_p)
     fn("esbulk_pending", c_int64, c_void_p)
+    fn("esbulk_poll_results", c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_int32)
+    fn("esbulk_results_release", c_int32, c_void_p)
     fn("esbulk_stats_json", c_void_p, c_void_p)
     fn("esbulk_result_opaque", c_void_p, c_void_p)
     fn("esbulk_result_outcome", c_int32, c_void_p)
@@ -571,6 +581,139 @@ def ids_in_index(h):
     return [(r[0]["id"], not h.expected[op]["bad"]) for op, r in h.results.items() if r]
 
 
+# ---------------------------------------------------------------------------
+# Handle C: the pull API, no callback at all
+
+def pull_api(url):
+    """10,000 documents added with esbulk_add_batch, drained with
+    esbulk_poll_results in batches of 256 while adding goes on."""
+    http("DELETE", "%s/%s" % (url, PULL_INDEX))
+    st, body = http("PUT", "%s/%s" % (url, PULL_INDEX), {
+        "settings": {"number_of_shards": 3, "number_of_replicas": 0},
+        "mappings": {"properties": {"n": {"type": "integer"}}}})
+    if not check(st == 200, "C: create index %s" % PULL_INDEX, "%d %r" % (st, body)):
+        return
+    http("GET", "%s/_cluster/health/%s?wait_for_status=green&timeout=60s" % (url, PULL_INDEX))
+    errstr = ctypes.create_string_buffer(512)
+    conf = lib.esbulk_conf_new()
+    for k, v in (("urls", url), ("flush.docs", "500"), ("flush.interval.ms", "50")):
+        lib.esbulk_conf_set(conf, k.encode(), v.encode(), errstr, len(errstr))
+    lib.esbulk_conf_set_log_cb(conf, LOG_FN)
+    eb = lib.esbulk_new(conf, errstr, len(errstr))  # neither result nor results callback
+    lib.esbulk_conf_destroy(conf)
+    if not check(bool(eb), "C: esbulk_new without result callbacks", dec(errstr.value)):
+        return
+
+    results = {}       # opaque -> list of result dicts
+    unknown = []
+    sizes = []
+    problems = []
+    out = (c_void_p * PULL_BATCH)()
+    held_rc = [None]
+
+    def pull(timeout_ms):
+        n = lib.esbulk_poll_results(eb, out, PULL_BATCH, timeout_ms)
+        if n < 0:
+            problems.append("esbulk_poll_results returned %d" % n)
+            return n
+        if n > 0:
+            sizes.append(n)
+            # read every field of the whole batch first, then check it is
+            # still intact after a refused second pull, then release
+            batch = [read_result(out[i]) for i in range(n)]
+            if held_rc[0] is None:
+                held_rc[0] = lib.esbulk_poll_results(eb, out, PULL_BATCH, 0)
+                again = [read_result(out[i]) for i in range(n)]
+                if again != batch:
+                    problems.append("a refused pull changed the held batch")
+            for res in batch:
+                op = res["opaque"]
+                if op is not None and 1 <= op <= PULL_DOCS:
+                    results.setdefault(op, []).append(res)
+                else:
+                    unknown.append(res)
+            rc = lib.esbulk_results_release(eb)
+            if rc != ESBULK_OK:
+                problems.append("esbulk_results_release returned %d" % rc)
+        return n
+
+    t0 = time.monotonic()
+    accepted = 0
+    chunk = 1000
+    for start in range(0, PULL_DOCS, chunk):
+        docs = [(start + i + 1, "p-%d" % (start + i + 1),
+                 json.dumps({"n": start + i + 1, "h": "C"}).encode()) for i in range(chunk)]
+        rc, acc = add_batch_to(eb, PULL_INDEX, docs, errstr)
+        accepted += acc
+        if rc != ESBULK_OK:
+            problems.append("esbulk_add_batch: %d %s" % (rc, dec(errstr.value)))
+        pull(0)  # drain while adding goes on
+    check(accepted == PULL_DOCS, "C: esbulk_add_batch accepted %d documents" % PULL_DOCS,
+          "accepted %d" % accepted)
+    end = time.monotonic() + 120
+    while sum(len(v) for v in results.values()) + len(unknown) < accepted and \
+            time.monotonic() < end:
+        if pull(100) < 0:
+            break
+    dt = time.monotonic() - t0
+    got = sum(len(v) for v in results.values())
+    print("#   C: %d results in %d batches (largest %d) in %.1f s" %
+          (got, len(sizes), max(sizes) if sizes else 0, dt))
+    check(not problems, "C: the pull API calls succeeded", "; ".join(problems[:5]))
+    check(held_rc[0] == ESBULK_ERR_RESULTS_HELD,
+          "C: a second esbulk_poll_results before the release -> ESBULK_ERR_RESULTS_HELD",
+          "rc %r" % held_rc[0])
+    check(sizes and max(sizes) <= PULL_BATCH and len(sizes) >= PULL_DOCS // PULL_BATCH,
+          "C: batches of at most %d results" % PULL_BATCH,
+          "%d batches, largest %d" % (len(sizes), max(sizes) if sizes else 0))
+    missing = [op for op in range(1, PULL_DOCS + 1) if op not in results]
+    dup = {op: len(v) for op, v in results.items() if len(v) != 1}
+    check(not missing and not dup and not unknown,
+          "C: each of %d documents pulled exactly once, matched by opaque" % PULL_DOCS,
+          "missing %d %r, duplicated %r, unknown %d" % (len(missing), missing[:5],
+                                                      list(dup.items())[:5], len(unknown)))
+    bad = [(op, r[0]) for op, r in results.items()
+           if not (r[0]["outcome"] == ESBULK_OUTCOME_INDEXED and r[0]["err"] == ESBULK_OK and
+                   r[0]["status"] == 201 and r[0]["result"] == "created" and
+                   r[0]["id"] == "p-%d" % op and r[0]["index"] == PULL_INDEX and
+                   r[0]["seq_no"] >= 0 and r[0]["version"] == 1)]
+    check(not bad, "C: every pulled result reads as in a callback: INDEXED, 201, created, "
+          "its _id, index and _seq_no", repr(bad[:3]))
+    indexed = sum(1 for r in results.values() if r[0]["outcome"] == ESBULK_OUTCOME_INDEXED)
+    check(lib.esbulk_pending(eb) == 0, "C: esbulk_pending is 0 after the releases",
+          "%d" % lib.esbulk_pending(eb))
+    rc = lib.esbulk_flush(eb, 10000)
+    check(rc == ESBULK_OK, "C: esbulk_flush with nothing left returns ESBULK_OK", "rc %d" % rc)
+    rc = lib.esbulk_close(eb, 10000)
+    check(rc == ESBULK_OK, "C: esbulk_close returns ESBULK_OK", "rc %d" % rc)
+    t1 = time.monotonic()
+    n = lib.esbulk_poll_results(eb, out, PULL_BATCH, -1)
+    check(n == 0 and time.monotonic() - t1 < 1.0,
+          "C: after close, esbulk_poll_results(-1) returns 0 at once", "n %d" % n)
+    lib.esbulk_destroy(eb)
+    http("POST", "%s/%s/_refresh" % (url, PULL_INDEX))
+    st, body = http("GET", "%s/%s/_count" % (url, PULL_INDEX))
+    check(st == 200 and body.get("count") == indexed and indexed == PULL_DOCS,
+          "C: _count of %s is %d, the number of INDEXED pulled results" % (PULL_INDEX, indexed),
+          "%d %r" % (st, body))
+
+
+def add_batch_to(eb, index, docs, errstr):
+    """esbulk_add_batch of docs [(opaque, id, body bytes)] into index."""
+    n = len(docs)
+    ops = (c_int32 * n)(*([ESBULK_OP_INDEX] * n))
+    indices = (c_char_p * n)(*([index.encode()] * n))
+    ids = (c_char_p * n)(*[d[1].encode() for d in docs])
+    id_lens = (c_size_t * n)(*[len(d[1]) for d in docs])
+    bodies = (c_char_p * n)(*[d[2] for d in docs])
+    body_lens = (c_size_t * n)(*[len(d[2]) for d in docs])
+    opaques = (c_void_p * n)(*[d[0] for d in docs])
+    accepted = c_size_t(0)
+    rc = lib.esbulk_add_batch(eb, n, ops, indices, ids, id_lens, None, None, bodies, body_lens,
+                              opaques, byref(accepted), errstr, len(errstr))
+    return rc, accepted.value
+
+
 def main():
     global lib
     if len(sys.argv) != 3:
@@ -684,6 +827,8 @@ def main():
     check(st == 200 and not wrong,
           "_mget: every INDEXED id is in the index, the FAILED ones are not",
           "%d, wrong %r" % (st, wrong[:5]))
+
+    pull_api(url)
     return finish()
 
 
