@@ -6,12 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Reads of different indices run side by side: one slow index (or a slow
+ * node answering for it) does not hold up the others. */
+#define FETCH_THREADS 4
+
+typedef struct {
+    struct esbulk__fetch_s *f;
+    esbulk__http_cancel_t cancel;
+    pthread_t thread;
+    int started;
+} worker_t;
+
 struct esbulk__fetch_s {
     esbulk_topology_t *topo;
     void (*wake)(void *);
     void *wake_arg;
-    esbulk__http_cancel_t cancel;
-    pthread_t thread;
+    worker_t workers[FETCH_THREADS];
     pthread_mutex_t lock;       /* guards what follows */
     pthread_cond_t cond;
     int stop;
@@ -44,9 +54,10 @@ static void post(esbulk__fetch_t *f, esbulk__fetched_t *a)
 
 static void *fetch_main(void *arg)
 {
-    esbulk__fetch_t *f = arg;
+    worker_t *w = arg;
+    esbulk__fetch_t *f = w->f;
 
-    esbulk__http_set_thread_cancel(&f->cancel);
+    esbulk__http_set_thread_cancel(&w->cancel);
     for (;;) {
         esbulk__fetched_t *a;
 
@@ -81,50 +92,11 @@ static void *fetch_main(void *arg)
     return NULL;
 }
 
-esbulk__fetch_t *esbulk__fetch_start(esbulk_topology_t *topo, void (*wake)(void *), void *arg)
-{
-    esbulk__fetch_t *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return NULL;
-    if (esbulk__http_cancel_init(&f->cancel) != ESBULK_OK) {
-        esbulk__http_cancel_free(&f->cancel);
-        free(f);
-        return NULL;
-    }
-    f->topo = topo;
-    f->wake = wake;
-    f->wake_arg = arg;
-    if ((f->cluster_ask = calloc(1, sizeof(*f->cluster_ask))) == NULL) {
-        esbulk__http_cancel_free(&f->cancel);
-        free(f);
-        return NULL;
-    }
-    pthread_mutex_init(&f->lock, NULL);
-    pthread_cond_init(&f->cond, NULL);
-    if (pthread_create(&f->thread, NULL, fetch_main, f) != 0) {
-        pthread_mutex_destroy(&f->lock);
-        pthread_cond_destroy(&f->cond);
-        esbulk__http_cancel_free(&f->cancel);
-        free(f->cluster_ask);
-        free(f);
-        return NULL;
-    }
-    return f;
-}
-
-void esbulk__fetch_stop(esbulk__fetch_t *f)
+static void fetch_free(esbulk__fetch_t *f)
 {
     esbulk__fetched_t *a;
+    int i;
 
-    if (f == NULL)
-        return;
-    pthread_mutex_lock(&f->lock);
-    f->stop = 1;
-    pthread_cond_signal(&f->cond);
-    pthread_mutex_unlock(&f->lock);
-    esbulk__http_cancel(&f->cancel);
-    pthread_join(f->thread, NULL);
     esbulk__fetched_free(f->cluster_ask);
     while ((a = f->asks) != NULL) {
         f->asks = a->next;
@@ -134,10 +106,63 @@ void esbulk__fetch_stop(esbulk__fetch_t *f)
         f->answers = a->next;
         esbulk__fetched_free(a);
     }
-    esbulk__http_cancel_free(&f->cancel);
+    for (i = 0; i < FETCH_THREADS; i++)
+        esbulk__http_cancel_free(&f->workers[i].cancel);
     pthread_mutex_destroy(&f->lock);
     pthread_cond_destroy(&f->cond);
     free(f);
+}
+
+esbulk__fetch_t *esbulk__fetch_start(esbulk_topology_t *topo, void (*wake)(void *), void *arg)
+{
+    esbulk__fetch_t *f = calloc(1, sizeof(*f));
+    int i;
+
+    if (f == NULL)
+        return NULL;
+    f->topo = topo;
+    f->wake = wake;
+    f->wake_arg = arg;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cond, NULL);
+    if ((f->cluster_ask = calloc(1, sizeof(*f->cluster_ask))) == NULL)
+        goto fail;
+    for (i = 0; i < FETCH_THREADS; i++) {
+        worker_t *w = &f->workers[i];
+
+        w->f = f;
+        if (esbulk__http_cancel_init(&w->cancel) != ESBULK_OK)
+            goto fail;
+    }
+    for (i = 0; i < FETCH_THREADS; i++) {
+        worker_t *w = &f->workers[i];
+
+        if (pthread_create(&w->thread, NULL, fetch_main, w) != 0)
+            goto fail;
+        w->started = 1;
+    }
+    return f;
+fail:
+    esbulk__fetch_stop(f);
+    return NULL;
+}
+
+void esbulk__fetch_stop(esbulk__fetch_t *f)
+{
+    int i;
+
+    if (f == NULL)
+        return;
+    pthread_mutex_lock(&f->lock);
+    f->stop = 1;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    for (i = 0; i < FETCH_THREADS; i++)
+        esbulk__http_cancel(&f->workers[i].cancel);
+    for (i = 0; i < FETCH_THREADS; i++)
+        if (f->workers[i].started)
+            pthread_join(f->workers[i].thread, NULL);
+    fetch_free(f);
 }
 
 esbulk_err_t esbulk__fetch_cluster(esbulk__fetch_t *f)

@@ -26,7 +26,7 @@ struct esbulk_topology_s {
     int64_t cluster_fetched_ms;
     esbulk__index_t **indices;
     int nindices;
-    int logged_state_forbidden, logged_seeds_only, logged_nodes_forbidden;
+    atomic_int logged_state_forbidden, logged_seeds_only, logged_nodes_forbidden; /* log once */
     /* the last failed cluster fetch: not tried again for CLUSTER_RETRY_MS */
     int64_t cluster_fail_ms;
     esbulk_err_t cluster_fail_err;
