@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -85,6 +86,8 @@ extern char **environ;
 #define SILENT_REQUEST_TIMEOUT_MS 2000
 #define SILENT_TIMEOUT_SLACK_MS 1500 /* the result comes within request.timeout.ms + this */
 #define SILENT_RESULT_HARD_MS 30000 /* stop waiting for that result after this */
+#define SILENT_SETTLE_MS 3000       /* the second variant adds its document this long after
+                                       esbulk_new (the handle's own first requests are over) */
 #define SILENT_HARD_S 240
 
 /* many */
@@ -777,7 +780,10 @@ static void silent_close(int32_t close_ms)
           "(<= %d)", (int)close_ms, (long long)destroy_ms, SILENT_CLOSE_SLACK_MS);
 }
 
-static void silent_request_timeout(void)
+/* One document on a handle with request.timeout.ms=SILENT_REQUEST_TIMEOUT_MS
+ * and retry.max=0, added settle_ms after esbulk_new: its result must come
+ * within the timeout plus slack of the add. */
+static void silent_request_timeout(int settle_ms)
 {
     char url[64], rt[16];
     const char *kv[] = {"request.timeout.ms", rt, "retry.max", "0", NULL};
@@ -788,6 +794,8 @@ static void silent_request_timeout(void)
     snprintf(rt, sizeof(rt), "%d", SILENT_REQUEST_TIMEOUT_MS);
     seen_reset(1);
     eb = handle(url, kv, &new_ms);
+    if (settle_ms > 0)
+        sleep_ms(settle_ms);
     add_doc(eb, "it-topo-silent", "one", "{\"n\":1}", 0, mono_ms() + 5000);
     t0 = mono_ms();
     for (iter = 0; iter < SILENT_RESULT_HARD_MS / 20 + 10; iter++) {
@@ -800,18 +808,20 @@ static void silent_request_timeout(void)
             break;
     }
     if (el < 0)
-        printf("silent: request.timeout.ms=%d: no result after %lld ms; stopped waiting\n",
-               SILENT_REQUEST_TIMEOUT_MS, (long long)(mono_ms() - t0));
+        printf("silent: request.timeout.ms=%d, added %d ms after esbulk_new: no result after "
+               "%lld ms; stopped waiting\n", SILENT_REQUEST_TIMEOUT_MS, settle_ms,
+               (long long)(mono_ms() - t0));
     else
-        printf("silent: request.timeout.ms=%d, retry.max=0: the document's result came after "
-               "%lld ms (esbulk_new %lld ms): outcome %d, err %d (%s): %.160s\n",
-               SILENT_REQUEST_TIMEOUT_MS, (long long)el, (long long)new_ms,
+        printf("silent: request.timeout.ms=%d, retry.max=0, added %d ms after esbulk_new: the "
+               "document's result came %lld ms after the add (esbulk_new %lld ms): outcome %d, "
+               "err %d (%s): %.160s\n", SILENT_REQUEST_TIMEOUT_MS, settle_ms, (long long)el,
+               (long long)new_ms,
                (int)seen[0].outcome, (int)seen[0].err, esbulk_err2str(seen[0].err),
                seen[0].reason);
     check(el >= 0 && el <= SILENT_REQUEST_TIMEOUT_MS + SILENT_TIMEOUT_SLACK_MS,
-          "silent: request.timeout.ms=%d: the result came within %d + %d ms (%lld ms)",
-          SILENT_REQUEST_TIMEOUT_MS, SILENT_REQUEST_TIMEOUT_MS, SILENT_TIMEOUT_SLACK_MS,
-          (long long)el);
+          "silent: request.timeout.ms=%d, added after %d ms: the result came within %d + %d ms "
+          "(%lld ms)", SILENT_REQUEST_TIMEOUT_MS, settle_ms, SILENT_REQUEST_TIMEOUT_MS,
+          SILENT_TIMEOUT_SLACK_MS, (long long)el);
     check(el >= 0 && seen[0].results == 1 && seen[0].outcome != ESBULK_OUTCOME_INDEXED,
           "silent: request.timeout.ms: the document is not INDEXED (outcome %d)",
           (int)seen[0].outcome);
@@ -829,7 +839,8 @@ static void part_silent(void)
 {
     silent_close(3000);
     silent_close(5000);
-    silent_request_timeout();
+    silent_request_timeout(0);
+    silent_request_timeout(SILENT_SETTLE_MS);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1048,7 +1059,7 @@ static void run_part(const part_t *p)
     int64_t t0 = mono_ms(), el;
     char buf[64];
     ssize_t n;
-    pid_t pid;
+    pid_t pid, parent = getpid();
     long i;
 
     if (pipe(fds) != 0)
@@ -1059,6 +1070,10 @@ static void run_part(const part_t *p)
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
+        setpgid(0, 0); /* its own group: a kill reaches the fault proxy too */
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* and it does not outlive us */
+        if (getppid() != parent)
+            _exit(4);
         close(fds[0]);
         passed = failed = 0;
         p->fn();
@@ -1080,7 +1095,7 @@ static void run_part(const part_t *p)
     }
     el = mono_ms() - t0;
     if (!got) {
-        kill(pid, SIGKILL);
+        kill(-pid, SIGKILL);
         waitpid(pid, &status, 0);
         check(0, "%s: did not finish within %d s: killed", p->name, p->hard_s);
     }
