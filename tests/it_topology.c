@@ -29,6 +29,9 @@
  * The fault proxy (part gap) is tests/faultproxy.py, found through
  * IT_FAULTPROXY, else $top_srcdir/tests/faultproxy.py, else
  * tests/faultproxy.py; it listens on IT_TOPO_PROXY_PORT (default 19280).
+ * IT_TOPO_MANY_LEVEL sets part many's routing.level (default node; shard
+ * gives a destination per index and shard). IT_LOG=1 prints the library's
+ * log on stderr.
  */
 #define _GNU_SOURCE 1
 #include <esbulk.h>
