@@ -5,7 +5,7 @@
         [--forbid PREFIX]... [--unreachable-nodes] [--pidfile F] [--max-seconds N] \
         [--max-body N] [--fail-first N:STATUS[:KIND]] [--fail-every K:STATUS[:KIND]] \
         [--skip-bulk N] [--drop-after-send N] [--garbage N] [--require-auth VALUE] \
-        [--tls CERT KEY] [--log FILE]
+        [--tls CERT KEY] [--slow-meta SECONDS] [--log FILE]
 
 --forbid PREFIX        answer 403 (security_exception) to paths starting with PREFIX
 --unreachable-nodes    rewrite every publish_address in /_nodes answers to
@@ -35,11 +35,18 @@ Faults (checked in this order; a request gets at most one):
 --garbage N            the first N _bulk answers (not dropped above) are forwarded
                        cut to half their bytes, Content-Length adjusted
 --tls CERT KEY         serve HTTPS with that certificate chain and key (PEM)
+--slow-meta SECONDS    hold every request that is not a _bulk (GET /, /_nodes,
+                       /_cluster/state, /_alias, /_data_stream, /_resolve,
+                       /_settings, /_search_shards, ...) for SECONDS (a
+                       fraction allowed, at most 600) before forwarding it;
+                       _bulk requests pass at once. Each connection has its own
+                       thread, so a held request delays nothing else. Logged
+                       with FAULT slow-meta (when no other fault applies)
 --log FILE             append one line per request:
                        METHOD PATH BODY_BYTES STATUS FAULT ACCEPT_ENCODING
                        (STATUS 0 when no answer was sent; FAULT is one of
                        forwarded, auth, max-body, forbid, fail-first, fail-every,
-                       drop, garbage, bad-request; ACCEPT_ENCODING is the
+                       drop, garbage, slow-meta, bad-request; ACCEPT_ENCODING is the
                        request's header without blanks, "-" when absent. The
                        header itself is not passed on: answers are never
                        compressed)
@@ -55,6 +62,7 @@ import re
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 FORBIDDEN = json.dumps({
@@ -141,6 +149,7 @@ def main():
     ap.add_argument("--garbage", type=int, default=0)
     ap.add_argument("--require-auth")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    ap.add_argument("--slow-meta", type=float, default=0.0)
     ap.add_argument("--log")
     args = ap.parse_args()
     up = urllib.parse.urlsplit(args.upstream)
@@ -148,6 +157,8 @@ def main():
         sys.exit("faultproxy: upstream must be on loopback")
     if args.max_seconds < 1 or args.max_seconds > 86400:
         sys.exit("faultproxy: --max-seconds must be 1..86400")
+    if not 0 <= args.slow_meta <= 600:
+        sys.exit("faultproxy: --slow-meta must be 0..600 seconds")
 
     tls_ctx = None
     if args.tls:
@@ -234,6 +245,9 @@ def main():
                 data, ctype = fault_body(status, kind)
                 log(self.command, path, nbytes, status, fault)
                 return self.reply(status, data, ctype)
+            slow = args.slow_meta > 0 and "_bulk" not in path
+            if slow:
+                time.sleep(args.slow_meta)
             conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in ("host", "content-length", "accept-encoding",
@@ -253,7 +267,8 @@ def main():
             if args.unreachable_nodes and path.startswith("/_nodes"):
                 data = re.sub(rb'"publish_address"\s*:\s*"[^"]*"',
                               b'"publish_address":"127.0.0.1:1"', data)
-            log(self.command, path, nbytes, r.status, fault or "forwarded", self.headers)
+            log(self.command, path, nbytes, r.status,
+                fault or ("slow-meta" if slow else "forwarded"), self.headers)
             self.reply(r.status, data, ctype)
 
         def read_chunked(self):
