@@ -412,17 +412,25 @@ static void dest_free(esbulk__core_t *c, dest_t *d)
     free(d);
 }
 
-static void dest_push(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
+/* Queues doc in dest; since: when it was queued first (a document that
+ * waited for its index's layout keeps its place in flush.interval.ms). */
+static void dest_push_since(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int front,
+                            int64_t since, int64_t now)
 {
     dest_activate(c, dest);
-    doc->queued_ms = now;
+    doc->queued_ms = since;
     dest->used_ms = now;
-    if (dest->q.count == 0 || (front && now < dest->oldest_ms))
-        dest->oldest_ms = now;
+    if (dest->q.count == 0 || since < dest->oldest_ms)
+        dest->oldest_ms = since;
     if (front)
         esbulk__queue_push_front(&dest->q, doc);
     else
         esbulk__queue_push(&dest->q, doc);
+}
+
+static void dest_push(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
+{
+    dest_push_since(c, dest, doc, front, now, now);
 }
 
 /* The cached destination of shard in ix (NULL: not cached). */
@@ -476,6 +484,8 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     dest_t *dest;
     ix_t *ix;
 
+    int was_unrouted = doc->unrouted;
+
     *ixp = NULL;
     doc->unrouted = 0;
     if (c->cf.level == ESBULK__ROUTING_OFF && !c->cf.per_id)
@@ -528,7 +538,8 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     }
 unrouted:
     doc->unrouted = 1;
-    c->counts.unrouted++;
+    if (!was_unrouted)
+        c->counts.unrouted++; /* documents, not routings: a retry is not counted again */
     if (c->cf.per_id && ix != NULL) {
         /* one unrouted destination per index, so that the shard ones wait
          * for it (see dest_blocked) */
@@ -541,13 +552,14 @@ unrouted:
     return dest_get(c, "unrouted", DEST_ANY, NULL, NULL, -1, now);
 }
 
-static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t now)
+static void route_push_since(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t since,
+                             int64_t now)
 {
     ix_t *ix;
     dest_t *dest = route(c, doc, &ix, now);
 
     if (dest == ROUTE_WAIT) {
-        doc->queued_ms = now;
+        doc->queued_ms = since;
         c->waiting++;
         if (front)
             esbulk__queue_push_front(&ix->wait, doc);
@@ -560,7 +572,12 @@ static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t
                 "out of memory while routing");
         return;
     }
-    dest_push(c, dest, doc, front, now);
+    dest_push_since(c, dest, doc, front, since, now);
+}
+
+static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t now)
+{
+    route_push_since(c, doc, front, now, now);
 }
 
 /* The target a destination's next request goes to, NULL if none is free. */
@@ -794,7 +811,7 @@ void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__ind
     c->waiting -= wait.count;
     memset(&ix->wait, 0, sizeof(ix->wait));
     while ((d = esbulk__queue_pop(&wait)) != NULL)
-        route_push(c, d, 0, now);
+        route_push_since(c, d, 0, d->queued_ms, now);
 }
 
 /* Sends what waits for ix's layout unrouted, until its read ends (the
@@ -807,7 +824,7 @@ static void ix_release_wait(esbulk__core_t *c, ix_t *ix, int64_t now)
     memset(&ix->wait, 0, sizeof(ix->wait));
     ix->no_wait = 1;
     while ((d = esbulk__queue_pop(&wait)) != NULL)
-        route_push(c, d, 0, now);
+        route_push_since(c, d, 0, d->queued_ms, now);
 }
 
 /* Documents that waited topology.wait.ms for their index's first read go

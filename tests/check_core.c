@@ -305,6 +305,33 @@ static void add(long n, const char *id, int64_t now)
 
 /* ------------------------------------------------------------------------- */
 
+/* A document that waited for its index's layout keeps its place in
+ * flush.interval.ms: it is due at once if it waited longer than that. */
+START_TEST(test_wait_counts_toward_interval)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int32_t prim[3] = {0, 1, 2};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+
+    fx_open(&cf);
+    fx.cluster = cluster_new(3, NODES3);
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    add(1, "a", now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    now += cf.flush.flush_interval_ms + 500; /* a slow read, within topology.wait.ms */
+    esbulk__core_tick(fx.core, now);
+    esbulk__core_index_fetched(fx.core, "logs", index_new("logs", ESBULK__IDX_OK, 3, prim,
+                                                          fx.cluster), ESBULK_OK, NULL, now);
+    s = must_send(0, now); /* due by the interval, no flush asked for */
+    ck_assert_int_eq(num(s->docs[0]), 1);
+    answer_items(s, NULL, now);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 /* Documents of a known index go to the node of their primary, grouped. */
 START_TEST(test_routes_to_primaries)
 {
@@ -916,6 +943,7 @@ int main(void)
 
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
+    tcase_add_test(tc, test_wait_counts_toward_interval);
     tcase_add_test(tc, test_ambiguous_with_and_without_id);
     tcase_add_test(tc, test_409_after_ambiguous_create);
     tcase_add_test(tc, test_413_split_to_one);
