@@ -38,9 +38,13 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
                                     const char *url_user, const char *url_pass);
 void esbulk__http_opts_free(esbulk__http_opts_t *opts);
 
-/* Applies opts to easy; appends auth headers to *headers. */
+/* Applies opts to easy; appends auth headers to *headers, which must be
+ * freed with esbulk__http_headers_free(). */
 esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
                                 struct curl_slist **headers);
+/* curl_slist_free_all() of a header list, after wiping the lines that carry
+ * credentials ("Authorization:"). */
+void esbulk__http_headers_free(struct curl_slist *headers);
 
 /* A blocking request (method "GET", "PUT", "POST", "DELETE"; body may be
  * NULL). *status gets the HTTP status. Transport failures return
