@@ -521,7 +521,7 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     memset(&f, 0, sizeof(f));
     f.input = input;
     f.line = line;
-    f.op = op;
+    f.op = (int)op;
     f.index = index;
     f.id = id_len ? id : NULL;
     f.id_len = id_len;
@@ -865,7 +865,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
              * lookup may reuse */
             if (v == L->scratch && L->routing_field != NULL) {
                 if ((idcopy = malloc(vlen + 1)) == NULL) {
-                    fail_line(L, input, lineno, bytes, L->op, NULL, "out of memory");
+                    fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory");
                     return 0;
                 }
                 memcpy(idcopy, v, vlen);
@@ -903,7 +903,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
         char *body = malloc(n + 8);
 
         if (body == NULL) {
-            fail_line(L, input, lineno, bytes, L->op, NULL, "out of memory");
+            fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory");
             rc = 0;
         } else {
             memcpy(body, "{\"doc\":", 7);
@@ -1399,7 +1399,7 @@ int esbulk_cmd_load(int argc, char **argv)
     }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second signal ends the process */
+    sa.sa_flags = (int)SA_RESETHAND; /* a second signal ends the process */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
