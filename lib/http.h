@@ -1,6 +1,9 @@
-/* HTTP plumbing shared by the topology (blocking requests) and, later, the
- * bulk transport: applying auth/TLS/timeouts to a curl handle, and parsing
- * seed URLs. The only modules that include curl.h are http and transport. */
+/* HTTP plumbing shared by the topology's blocking requests (topology.c, run
+ * on the topology thread of fetch.c) and the I/O thread's bulk transfers
+ * (io.c): parsing seed URLs, applying auth/TLS/timeouts to a curl handle,
+ * freeing header lists with their credentials wiped, and cancellable
+ * blocking requests. Only http.c and io.c call libcurl; the others that
+ * include this header (through engine.h too) use its types alone. */
 #ifndef ESBULK_HTTP_H
 #define ESBULK_HTTP_H
 
