@@ -94,9 +94,10 @@ static const char *load_help =
     "  --quiet               no progress line\n"
     "  --help                this text\n"
     "\n"
-    "A progress line is shown on standard error when it is a terminal. The first\n"
-    "20 failures are printed there with their reason, then a count; a summary is\n"
-    "always printed there at the end. Standard output is not used.\n"
+    "A progress line (lines read, results, rate, failures, percent done and ETA)\n"
+    "is shown on standard error when it is a terminal. The first 20 failures are\n"
+    "printed there with their reason, then a count; a summary is always printed\n"
+    "there at the end (not after a usage error). Standard output is not used.\n"
     "\n"
     "Documents that libesbulk refuses before sending (not a JSON object, invalid\n"
     "JSON or UTF-8, larger than max.doc.bytes) count as failed as well. A first\n"
@@ -168,6 +169,7 @@ typedef struct {
     /* the engine */
     esbulk_t *eb;
     /* counters */
+    uint64_t lines_read, bytes_read; /* input consumed, all inputs (progress) */
     uint64_t read_docs, added, indexed, failed, possibly;
     uint64_t bytes_done; /* input bytes of documents with a result, and blank lines */
     uint64_t failures_shown, failures_total;
@@ -270,10 +272,16 @@ static void show_progress(load_t *L, int force)
         return;
     L->last_progress_ns = now;
     el = elapsed_s(L);
+    /* Lines read move from the start; results come only after the first
+     * flush (up to flush.interval.ms later, plus the request). */
     done = L->indexed + L->failed + L->possibly;
     rate = el > 0 ? (double)done / el : 0;
     mbs = el > 0 ? (double)L->bytes_done / el / 1e6 : 0;
-    fprintf(stderr, "\r%" PRIu64 " docs  %.0f docs/s  %.1f MB/s", done, rate, mbs);
+    fprintf(stderr, "\r%" PRIu64 " lines read", L->lines_read);
+    if (L->total_bytes > 0)
+        fprintf(stderr, " (%.1f%%)", L->bytes_read >= L->total_bytes ? 100.0
+                : (double)L->bytes_read * 100 / (double)L->total_bytes);
+    fprintf(stderr, "  %" PRIu64 " results  %.0f docs/s  %.1f MB/s", done, rate, mbs);
     if (L->failed + L->possibly > 0)
         fprintf(stderr, "  %" PRIu64 " failed", L->failed + L->possibly);
     if (L->total_bytes > 0) {
@@ -281,7 +289,6 @@ static void show_progress(load_t *L, int force)
 
         if (frac > 1)
             frac = 1;
-        fprintf(stderr, "  %.1f%%", frac * 100);
         if (frac > 0.001 && frac < 1) {
             fmt_eta(eta, sizeof(eta), el * (1 - frac) / frac);
             fprintf(stderr, "  ETA %s", eta);
@@ -521,7 +528,7 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     memset(&f, 0, sizeof(f));
     f.input = input;
     f.line = line;
-    f.op = op;
+    f.op = (int)op;
     f.index = index;
     f.id = id_len ? id : NULL;
     f.id_len = id_len;
@@ -865,7 +872,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
              * lookup may reuse */
             if (v == L->scratch && L->routing_field != NULL) {
                 if ((idcopy = malloc(vlen + 1)) == NULL) {
-                    fail_line(L, input, lineno, bytes, L->op, NULL, "out of memory");
+                    fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory");
                     return 0;
                 }
                 memcpy(idcopy, v, vlen);
@@ -903,7 +910,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
         char *body = malloc(n + 8);
 
         if (body == NULL) {
-            fail_line(L, input, lineno, bytes, L->op, NULL, "out of memory");
+            fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory");
             rc = 0;
         } else {
             memcpy(body, "{\"doc\":", 7);
@@ -938,6 +945,8 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         size_t n = chomp(line, (size_t)got);
 
         lineno++;
+        L->lines_read++;
+        L->bytes_read += (uint64_t)got;
         L->at_input = input;
         L->at_line = lineno;
         if (lineno % POLL_EVERY == 0)
@@ -954,8 +963,9 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         if (fmt == FMT_NDJSON) {
             if (L->index == NULL) {
                 clear_progress(L);
-                fprintf(stderr, "esbulk load: %s looks like ndjson (not _bulk action lines): "
-                        "--index is required\n%s", input_name(L, input), load_usage);
+                fprintf(stderr, "esbulk load: --index is required: %s is ndjson (line %" PRIu64
+                        " is not a _bulk action line)\n%s", input_name(L, input), lineno,
+                        load_usage);
                 rc = EXIT_USAGE;
                 break;
             }
@@ -1399,7 +1409,7 @@ int esbulk_cmd_load(int argc, char **argv)
     }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second signal ends the process */
+    sa.sa_flags = (int)SA_RESETHAND; /* a second signal ends the process */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -1430,6 +1440,12 @@ int esbulk_cmd_load(int argc, char **argv)
             fatal = 1;
             break;
         }
+    }
+    if (fatal == EXIT_USAGE && L.read_docs == 0) {
+        /* nothing was read (--index missing): the message and the usage are
+         * all there is to say, no "0 documents read" summary */
+        rc = EXIT_USAGE;
+        goto out;
     }
     if (interrupted) {
         clear_progress(&L);

@@ -23,6 +23,12 @@ void esbulk__errstr(char *errstr, size_t errstr_size, const char *fmt, ...)
 char *esbulk__strdup(const char *s);
 char *esbulk__strndup(const char *s, size_t len);
 
+/* Zeroes n bytes at p (p may be NULL) in a way the compiler cannot drop as
+ * a dead store: for secrets about to be freed (lib/wipe.c). */
+void esbulk__wipe(void *p, size_t n);
+/* esbulk__wipe() of the string s up to its NUL (s may be NULL). */
+void esbulk__wipe_str(char *s);
+
 /* Monotonic clock in milliseconds. */
 int64_t esbulk__now_ms(void);
 

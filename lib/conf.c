@@ -151,7 +151,7 @@ void esbulk_conf_destroy(esbulk_conf_t *conf)
         return;
     for (i = 0; i < ESBULK__C__COUNT; i++) {
         if (conf->str[i] != NULL && props[i].secret)
-            memset(conf->str[i], 0, strlen(conf->str[i]));
+            esbulk__wipe_str(conf->str[i]);
         free(conf->str[i]);
     }
     free(conf);
@@ -183,7 +183,7 @@ esbulk_err_t esbulk_conf_set(esbulk_conf_t *conf, const char *key, const char *v
         return ESBULK_ERR_NOMEM;
     }
     if (props[i].secret)
-        memset(conf->str[i], 0, strlen(conf->str[i]));
+        esbulk__wipe_str(conf->str[i]);
     free(conf->str[i]);
     conf->str[i] = copy;
     conf->num[i] = num;

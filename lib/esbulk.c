@@ -111,12 +111,12 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
         goto fail;
     }
     free(user);
-    if (pass) memset(pass, 0, strlen(pass));
+    esbulk__wipe_str(pass);
     free(pass);
     return eb;
 fail:
     free(user);
-    if (pass) memset(pass, 0, strlen(pass));
+    esbulk__wipe_str(pass);
     free(pass);
     esbulk_topology_destroy(eb->topo);
     esbulk__http_opts_free(&eb->http);

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -40,6 +41,7 @@ static esbulk_err_t parse_one(const char *text, size_t len, esbulk__url_t *out, 
         if (with == NULL)
             goto out;
         snprintf(with, len + 8, "http://%s", s);
+        esbulk__wipe_str(s); /* the text may hold user:password@ */
         free(s);
         s = with;
     }
@@ -78,8 +80,7 @@ static esbulk_err_t parse_one(const char *text, size_t len, esbulk__url_t *out, 
     b.data = NULL;
     err = ESBULK_OK;
 out:
-    if (pass != NULL)
-        memset(pass, 0, strlen(pass));
+    esbulk__wipe_str(pass);
     curl_free(scheme);
     curl_free(host);
     curl_free(port);
@@ -89,6 +90,7 @@ out:
     if (u != NULL)
         curl_url_cleanup(u);
     esbulk__buf_free(&b);
+    esbulk__wipe_str(s);
     free(s);
     if (err == ESBULK_ERR_NOMEM)
         esbulk__errstr(errstr, errstr_size, "out of memory");
@@ -153,8 +155,7 @@ void esbulk__http_opts_free(esbulk__http_opts_t *opts)
     size_t i;
 
     for (i = 0; i < ESBULK__ARRAY_LEN(secrets); i++)
-        if (*secrets[i] != NULL)
-            memset(*secrets[i], 0, strlen(*secrets[i]));
+        esbulk__wipe_str(*secrets[i]);
     free(opts->username);
     free(opts->password);
     free(opts->api_key);
@@ -210,6 +211,20 @@ nomem:
     return ESBULK_ERR_NOMEM;
 }
 
+/* curl_slist_append() copies each line into the list, and CURLOPT_HTTPHEADER
+ * does not copy the list: the "Authorization:" lines in it are ours to wipe
+ * before curl_slist_free_all() frees them. */
+void esbulk__http_headers_free(struct curl_slist *headers)
+{
+    static const char auth[] = "Authorization:";
+    struct curl_slist *l;
+
+    for (l = headers; l != NULL; l = l->next)
+        if (l->data != NULL && strncasecmp(l->data, auth, sizeof(auth) - 1) == 0)
+            esbulk__wipe_str(l->data);
+    curl_slist_free_all(headers);
+}
+
 static esbulk_err_t add_header(struct curl_slist **headers, const char *prefix, const char *value)
 {
     size_t n = strlen(prefix) + strlen(value) + 1;
@@ -220,7 +235,7 @@ static esbulk_err_t add_header(struct curl_slist **headers, const char *prefix, 
         return ESBULK_ERR_NOMEM;
     snprintf(line, n, "%s%s", prefix, value);
     l = curl_slist_append(*headers, line);
-    memset(line, 0, n);
+    esbulk__wipe(line, n);
     free(line);
     if (l == NULL)
         return ESBULK_ERR_NOMEM;
@@ -400,7 +415,7 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, status);
     }
 out:
-    curl_slist_free_all(headers);
+    esbulk__http_headers_free(headers);
     curl_easy_cleanup(easy);
     return err;
 }

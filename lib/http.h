@@ -1,6 +1,9 @@
-/* HTTP plumbing shared by the topology (blocking requests) and, later, the
- * bulk transport: applying auth/TLS/timeouts to a curl handle, and parsing
- * seed URLs. The only modules that include curl.h are http and transport. */
+/* HTTP plumbing shared by the topology's blocking requests (topology.c, run
+ * on the topology thread of fetch.c) and the I/O thread's bulk transfers
+ * (io.c): parsing seed URLs, applying auth/TLS/timeouts to a curl handle,
+ * freeing header lists with their credentials wiped, and cancellable
+ * blocking requests. Only http.c and io.c call libcurl; the others that
+ * include this header (through engine.h too) use its types alone. */
 #ifndef ESBULK_HTTP_H
 #define ESBULK_HTTP_H
 
@@ -38,9 +41,13 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
                                     const char *url_user, const char *url_pass);
 void esbulk__http_opts_free(esbulk__http_opts_t *opts);
 
-/* Applies opts to easy; appends auth headers to *headers. */
+/* Applies opts to easy; appends auth headers to *headers, which must be
+ * freed with esbulk__http_headers_free(). */
 esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
                                 struct curl_slist **headers);
+/* curl_slist_free_all() of a header list, after wiping the lines that carry
+ * credentials ("Authorization:"). */
+void esbulk__http_headers_free(struct curl_slist *headers);
 
 /* A blocking request (method "GET", "PUT", "POST", "DELETE"; body may be
  * NULL). *status gets the HTTP status. Transport failures return

@@ -138,7 +138,7 @@ static void xfer_free(io_t *io, xfer_t *x)
 {
     if (x->easy != NULL)
         curl_easy_cleanup(x->easy);
-    curl_slist_free_all(x->headers);
+    esbulk__http_headers_free(x->headers); /* wipes the Authorization line */
     buf_give(io, &x->body);
     buf_give(io, &x->resp);
     free(x);

@@ -987,14 +987,12 @@ esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
     topo->log.cb = conf->log_cb;
     topo->log.opaque = conf->opaque;
     topo->log.level = (int32_t)esbulk__conf_int(conf, ESBULK__C_LOG_LEVEL);
-    if (pass != NULL)
-        memset(pass, 0, strlen(pass));
+    esbulk__wipe_str(pass);
     free(user);
     free(pass);
     return topo;
 fail:
-    if (pass != NULL)
-        memset(pass, 0, strlen(pass));
+    esbulk__wipe_str(pass);
     free(user);
     free(pass);
     esbulk__urls_free(topo->seeds, topo->nseeds);

@@ -9,6 +9,11 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 out=${ESBULK_SANITIZE_DIR:-$src/_build/sanitize}
 mkdir -p "$out"
 cc=${CC_SANITIZE:-clang}
+if ! command -v "$cc" >/dev/null 2>&1; then
+    echo "check-sanitizers: $cc is not installed: install clang and its sanitizer" \
+         "runtime (scripts/install-deps.sh test), or set CC_SANITIZE" >&2
+    exit 1
+fi
 flags=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -Wall -Wextra -Wshadow -Wstrict-prototypes
        -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Werror -fvisibility=hidden

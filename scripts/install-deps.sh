@@ -4,22 +4,27 @@
 #
 #   scripts/install-deps.sh [build|test|all]   (default: all)
 #
-#   build: compilers, autotools, pkg-config and the -dev packages
-#   test:  build + valgrind, Java and Maven for the test clusters (the cluster
-#          scripts fetch their Maven artifacts themselves)
+#   build: what a plain `make` needs (the GNUmakefile bootstrap installs it):
+#          gcc, autotools, pkg-config and the -dev packages
+#   test:  build + Check (the unit tests), clang and its sanitizer runtimes
+#          (make check-sanitizers), valgrind, Java and Maven for the test
+#          clusters (the cluster scripts fetch their Maven artifacts themselves)
 set -euo pipefail
 
 what=${1:-all}
-# clang's sanitizer runtimes (make check-sanitizers) come in a package of
-# their own, named after clang's major version: 14 on Debian 12.
-clang_major=$(apt-cache depends clang 2>/dev/null | sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
-build_pkgs=(gcc clang "libclang-rt-${clang_major:-14}-dev" make autoconf automake libtool pkg-config
-            libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev check)
-test_pkgs=(valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl util-linux)
+build_pkgs=(gcc make autoconf automake libtool pkg-config
+            libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
+test_pkgs=(check clang valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl
+           util-linux)
 
 case "$what" in
 build) pkgs=("${build_pkgs[@]}") ;;
-test | all) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+test | all)
+    # clang's sanitizer runtimes (make check-sanitizers) come in a package of
+    # their own, named after clang's major version: 14 on Debian 12.
+    clang_major=$(apt-cache depends clang 2>/dev/null |
+        sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+    pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" "libclang-rt-${clang_major:-14}-dev") ;;
 *) echo "usage: $0 [build|test|all]" >&2; exit 2 ;;
 esac
 
