@@ -132,6 +132,16 @@ static void fx_open(const esbulk__core_conf_t *cf)
     ck_assert_int_eq(esbulk__core_set_seeds(fx.core, SEEDS, 1), ESBULK_OK);
 }
 
+/* A core with the 3-node cluster n0..n2 (seeds_only: nodes not reachable). */
+static void fx_open_cluster(const esbulk__core_conf_t *cf, int seeds_only, int64_t now)
+{
+    fx_open(cf);
+    fx.cluster = cluster_new(3, NODES3);
+    fx.cluster->seeds_only = seeds_only;
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+}
+
 /* A core with a 3-node cluster and index "logs" of 3 shards, primaries
  * shard s on node s, all known. */
 static void fx_open_known(const esbulk__core_conf_t *cf, int64_t now)
@@ -139,10 +149,7 @@ static void fx_open_known(const esbulk__core_conf_t *cf, int64_t now)
     const int32_t prim[3] = {0, 1, 2};
     const char *name;
 
-    fx_open(cf);
-    fx.cluster = cluster_new(3, NODES3);
-    atomic_fetch_add(&fx.cluster->refs, 1);
-    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    fx_open_cluster(cf, 0, now);
     /* the index is read when first used: ask and answer it now */
     esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "warm", -1, 0), now);
     name = esbulk__core_next_fetch(fx.core, now);
@@ -314,10 +321,7 @@ START_TEST(test_wait_counts_toward_interval)
     esbulk__send_t *s;
     int64_t now = 1000;
 
-    fx_open(&cf);
-    fx.cluster = cluster_new(3, NODES3);
-    atomic_fetch_add(&fx.cluster->refs, 1);
-    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    fx_open_cluster(&cf, 0, now);
     add(1, "a", now);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
     now += cf.flush.flush_interval_ms + 500; /* a slow read, within topology.wait.ms */
@@ -374,10 +378,7 @@ START_TEST(test_waits_for_layout_then_unrouted)
     esbulk__send_t *s;
     int64_t now = 1000;
 
-    fx_open(&cf);
-    fx.cluster = cluster_new(3, NODES3);
-    atomic_fetch_add(&fx.cluster->refs, 1);
-    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    fx_open_cluster(&cf, 0, now);
     add(1, "a", now);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
     ck_assert_ptr_null(esbulk__core_next_fetch(fx.core, now)); /* one read per index */
@@ -679,10 +680,7 @@ START_TEST(test_per_id_waits_and_unrouted_first)
     int64_t now = 1000;
 
     cf.per_id = 1;
-    fx_open(&cf);
-    fx.cluster = cluster_new(3, NODES3);
-    atomic_fetch_add(&fx.cluster->refs, 1);
-    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    fx_open_cluster(&cf, 0, now);
     add(1, "x", now);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
     esbulk__core_tick(fx.core, now + 10 * cf.wait_ms);
@@ -865,10 +863,7 @@ START_TEST(test_idle_state_freed)
 
     cf.level = ESBULK__ROUTING_SHARD;
     cf.idle_ms = 1000;
-    fx_open(&cf);
-    fx.cluster = cluster_new(3, NODES3);
-    atomic_fetch_add(&fx.cluster->refs, 1);
-    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    fx_open_cluster(&cf, 0, now);
     for (n = 0; n < 500; n++) {
         snprintf(name, sizeof(name), "day-%03ld", n);
         esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, name, "a", n, 0), now);
@@ -910,11 +905,7 @@ START_TEST(test_seeds_only_and_unknown_index)
     int64_t now = 1000;
     const char *f;
 
-    fx_open(&cf);
-    fx.cluster = cluster_new(3, NODES3);
-    fx.cluster->seeds_only = 1;
-    atomic_fetch_add(&fx.cluster->refs, 1);
-    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    fx_open_cluster(&cf, 1, now);
     add(1, NULL, now);
     esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "z", 2, 0), now);
     while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)

@@ -164,3 +164,25 @@ void seen_record(const esbulk_result_t *r)
     snprintf(s->result, sizeof(s->result), "%s",
              esbulk_result_result(r) ? esbulk_result_result(r) : "");
 }
+
+tally_t seen_tally(size_t from, size_t to)
+{
+    tally_t t = {0, 0, 0, 0, 0, 0};
+    size_t i;
+
+    for (i = from; i < to && i < nseen; i++) {
+        if (seen[i].results != 1) {
+            t.not_once++;
+            continue;
+        }
+        if (seen[i].outcome == ESBULK_OUTCOME_INDEXED)
+            t.indexed++;
+        else if (seen[i].outcome == ESBULK_OUTCOME_FAILED)
+            t.failed++;
+        else
+            t.possibly++;
+        t.closed += seen[i].err == ESBULK_ERR_CLOSED;
+        t.retried += seen[i].attempts > 1;
+    }
+    return t;
+}

@@ -43,4 +43,12 @@ void seen_reset(size_t n);
 /* Records r under its opaque; ignores opaques past nseen. */
 void seen_record(const esbulk_result_t *r);
 
+/* Results of seen[from..to): how many did not get exactly one, how many
+ * have each outcome, how many closed (ESBULK_ERR_CLOSED), how many needed
+ * more than one attempt. */
+typedef struct {
+    size_t not_once, indexed, failed, possibly, closed, retried;
+} tally_t;
+tally_t seen_tally(size_t from, size_t to);
+
 #endif

@@ -193,33 +193,6 @@ static void add_or_die(esbulk_t *eb, esbulk_op_t op, const char *index, const ch
         die("esbulk_add: %s", errstr);
 }
 
-/* Results of seen[from..to): how many did not get exactly one, and how many
- * have each outcome. */
-typedef struct {
-    size_t not_once, indexed, failed, possibly, retried;
-} tally_t;
-
-static tally_t tally(size_t from, size_t to)
-{
-    tally_t t = {0, 0, 0, 0, 0};
-    size_t i;
-
-    for (i = from; i < to; i++) {
-        if (seen[i].results != 1) {
-            t.not_once++;
-            continue;
-        }
-        if (seen[i].outcome == ESBULK_OUTCOME_INDEXED)
-            t.indexed++;
-        else if (seen[i].outcome == ESBULK_OUTCOME_FAILED)
-            t.failed++;
-        else
-            t.possibly++;
-        if (seen[i].attempts > 1)
-            t.retried++;
-    }
-    return t;
-}
 
 /* Lines of the proxy's log for _bulk requests: "METHOD PATH BYTES STATUS FAULT". */
 typedef struct {
@@ -335,7 +308,7 @@ static void mode_split413(void)
     check(esbulk_flush(eb, 60000) == ESBULK_OK, "split413: flush returned in time");
     st = stats_of(eb, NULL);
     esbulk_destroy(eb);
-    t = tally(0, n);
+    t = seen_tally(0, n);
     for (i = 0; i < n; i++)
         attempts_one += seen[i].attempts == 1;
     check(t.not_once == 0, "split413: each of %zu documents got exactly one result (%zu did not)",
@@ -378,7 +351,7 @@ static void mode_split413(void)
     esbulk_flush(eb, 30000);
     esbulk_destroy(eb);
     free(big);
-    t = tally(n, n + 3);
+    t = seen_tally(n, n + 3);
     check(t.not_once == 0, "split413: the large document and its neighbours got one result each");
     check(seen[n + 1].outcome == ESBULK_OUTCOME_FAILED && seen[n + 1].status == 413 &&
               seen[n + 1].err == ESBULK_ERR_HTTP && seen[n + 1].reason[0] != '\0',
@@ -418,7 +391,7 @@ static void mode_retry5xx(int status)
     check(esbulk_flush(eb, 60000) == ESBULK_OK, "retry5xx/%d: flush returned in time", status);
     st = stats_of(eb, NULL);
     esbulk_destroy(eb);
-    t = tally(0, n);
+    t = seen_tally(0, n);
     check(t.not_once == 0, "retry5xx/%d: each of %zu documents got exactly one result", status, n);
     check(t.indexed == n, "retry5xx/%d: all %zu indexed (%zu failed, %zu possibly)", status, n,
           t.failed, t.possibly);
@@ -464,7 +437,7 @@ static void mode_exhausted(void)
     }
     check(esbulk_flush(eb, 30000) == ESBULK_OK, "exhausted: flush returned in time");
     esbulk_destroy(eb);
-    t = tally(0, n);
+    t = seen_tally(0, n);
     for (i = 0; i < n; i++) {
         ok += seen[i].outcome == ESBULK_OUTCOME_FAILED &&
               seen[i].err == ESBULK_ERR_RETRIES_EXHAUSTED && seen[i].attempts == 3 &&
@@ -488,7 +461,7 @@ static void mode_exhausted(void)
     check(esbulk_flush(eb, 30000) == ESBULK_OK, "exhausted: delivery timeout: flush returned");
     took = now_ms() - t0;
     esbulk_destroy(eb);
-    t = tally(n, 2 * n);
+    t = seen_tally(n, 2 * n);
     for (ok = 0, i = n; i < 2 * n; i++)
         ok += seen[i].outcome == ESBULK_OUTCOME_FAILED &&
               seen[i].err == ESBULK_ERR_DELIVERY_TIMEOUT && seen[i].reason[0] != '\0';
@@ -547,7 +520,7 @@ static void mode_dropped(void)
           "dropped: flush returned in time");
     esbulk_destroy(a);
     esbulk_destroy(b);
-    t = tally(0, 4 * per);
+    t = seen_tally(0, 4 * per);
     check(t.not_once == 0, "dropped: each of %zu documents got exactly one result", 4 * per);
     for (k = 0; k < 4; k++) {
         for (i = k * per; i < (k + 1) * per; i++) {
@@ -619,7 +592,7 @@ static void mode_dropped_reused(void)
         snprintf(id, sizeof(id), "warm-%zu", i);
         add_or_die(eb, ESBULK_OP_INDEX, index, id, "{\"kind\":\"warm\"}", i);
     }
-    check(esbulk_flush(eb, 30000) == ESBULK_OK && tally(0, warm).indexed == warm,
+    check(esbulk_flush(eb, 30000) == ESBULK_OK && seen_tally(0, warm).indexed == warm,
           "dropped-reused: the first request indexed its %zu documents", warm);
     for (i = 0; i < per; i++) {
         snprintf(id, sizeof(id), "id-%zu", i);
@@ -630,7 +603,7 @@ static void mode_dropped_reused(void)
     }
     check(esbulk_flush(eb, 60000) == ESBULK_OK, "dropped-reused: flush returned in time");
     esbulk_destroy(eb);
-    t = tally(0, warm + 2 * per);
+    t = seen_tally(0, warm + 2 * per);
     for (i = 0; i < per; i++) {
         ok_id += seen[warm + i].outcome == ESBULK_OUTCOME_INDEXED;
         ok_noid += seen[warm + per + i].outcome == ESBULK_OUTCOME_POSSIBLY;
@@ -677,7 +650,7 @@ static void mode_garbage(void)
     check(esbulk_flush(eb, 60000) == ESBULK_OK, "garbage: flush returned in time");
     st = stats_of(eb, NULL);
     esbulk_destroy(eb);
-    t = tally(0, n);
+    t = seen_tally(0, n);
     check(t.not_once == 0, "garbage: each of %zu documents got exactly one result", n);
     check(t.indexed == n, "garbage: all %zu indexed (%zu failed, %zu possibly)", n, t.failed,
           t.possibly);
@@ -732,7 +705,7 @@ static void mode_encoding(void)
               nlog, (round + 1) * (n / 100));
         free(l);
     }
-    t = tally(0, 2 * n);
+    t = seen_tally(0, 2 * n);
     check(t.not_once == 0 && t.indexed == 2 * n, "encoding: all %zu documents indexed once",
           2 * n);
     check(plain == n / 100, "encoding: compression=none: %zu of %zu bulk requests without "
@@ -766,7 +739,7 @@ static size_t run_batch(const char *what, const char *const *kv, const char *ind
     st = stats_of(eb, stats_text);
     json_decref(st);
     esbulk_destroy(eb);
-    t = tally(from, from + n);
+    t = seen_tally(from, from + n);
     check(t.not_once == 0, "%s: each of %zu documents got exactly one result", what, n);
     return t.indexed;
 }
@@ -911,7 +884,7 @@ static void mode_tls(const char *ca_file)
     }
     check(esbulk_flush(eb, 30000) == ESBULK_OK, "tls/no-ca: flush returned in time");
     esbulk_destroy(eb);
-    t = tally(0, n);
+    t = seen_tally(0, n);
     for (i = 0; i < n; i++) {
         if (seen[i].outcome == ESBULK_OUTCOME_FAILED)
             *(i % 2 ? &failed_ids : &failed_noids) += 1;

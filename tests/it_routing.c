@@ -503,12 +503,12 @@ static void build_fixtures(int with_data_stream)
 
 typedef struct {
     size_t routed, shard_ok, node_ok, missing;
-} tally_t;
+} route_tally_t;
 
 /* Compares the library's answer with the server's for every document. */
-static tally_t compare_all(esbulk_topology_t *topo, const char *label)
+static route_tally_t compare_all(esbulk_topology_t *topo, const char *label)
 {
-    tally_t t = {0, 0, 0, 0};
+    route_tally_t t = {0, 0, 0, 0};
     size_t i, shown = 0;
     char **concretes = NULL;
     size_t nconc = 0;
@@ -606,7 +606,7 @@ static json_t *describe(esbulk_topology_t *topo, const char *index)
     return j;
 }
 
-static void check_tally(tally_t t, const char *label)
+static void check_tally(route_tally_t t, const char *label)
 {
     check(t.missing == 0, "%s: the server holds all %zu documents", label, ndocs);
     check(t.routed == ndocs, "%s: the library routed %zu of %zu documents", label, t.routed, ndocs);
@@ -752,7 +752,7 @@ int main(int argc, char **argv)
           "topology.discovery=false sends to the seed URLs only");
     json_decref(j);
     {
-        tally_t t = compare_all(topo, "discovery off");
+        route_tally_t t = compare_all(topo, "discovery off");
         check(t.shard_ok == ndocs, "discovery off: shard equal for %zu of %zu", t.shard_ok, ndocs);
     }
     esbulk_topology_destroy(topo);

@@ -223,30 +223,6 @@ static esbulk_err_t add_doc(esbulk_t *eb, const char *index, const char *id, con
     return err;
 }
 
-typedef struct {
-    size_t not_once, indexed, failed, possibly, closed;
-} tally_t;
-
-static tally_t tally(size_t from, size_t to)
-{
-    tally_t t = {0, 0, 0, 0, 0};
-    size_t i;
-
-    for (i = from; i < to; i++) {
-        if (seen[i].results != 1) {
-            t.not_once++;
-            continue;
-        }
-        if (seen[i].outcome == ESBULK_OUTCOME_INDEXED)
-            t.indexed++;
-        else if (seen[i].outcome == ESBULK_OUTCOME_FAILED)
-            t.failed++;
-        else
-            t.possibly++;
-        t.closed += seen[i].err == ESBULK_ERR_CLOSED;
-    }
-    return t;
-}
 
 /* The first document of seen[from..to) that is not INDEXED once, or to. */
 static size_t first_bad(size_t from, size_t to)
@@ -602,7 +578,7 @@ static void part_gap(void)
     printf("gap: the proxy held %zu metadata requests, passed %zu bulk requests\n",
            proxy_log_count(logfile, "slow-meta"), proxy_log_count(logfile, "forwarded"));
 
-    t = tally(0, next);
+    t = seen_tally(0, next);
     check(t.not_once == 0, "gap: each of %zu documents got exactly one result (%zu did not)",
           next, t.not_once);
     check(t.indexed == next, "gap: all %zu INDEXED (%zu failed, %zu possibly)", next, t.failed,
@@ -666,7 +642,7 @@ static int64_t load_round_robin(const char *what, const char *fmt)
           "(%lld ms)", what, n, NEWIDX_LOAD_HARD_MS, (long long)el);
     esbulk_close(eb, 0);
     esbulk_destroy(eb);
-    t = tally(0, NEWIDX_DOCS);
+    t = seen_tally(0, NEWIDX_DOCS);
     check(n == NEWIDX_DOCS && t.not_once == 0,
           "newindices/%s: each of %d documents got exactly one result (%zu did not)", what,
           NEWIDX_DOCS, t.not_once);
@@ -773,7 +749,7 @@ static void silent_close(int32_t close_ms)
     esbulk_destroy(eb);
     destroy_ms = mono_ms() - t0;
     close(fd);
-    t = tally(0, SILENT_DOCS);
+    t = seen_tally(0, SILENT_DOCS);
     printf("silent: close(%d) returned %s after %lld ms (esbulk_new %lld ms, destroy %lld ms); "
            "%zu FAILED, %zu POSSIBLY, %zu with ERR_CLOSED, %zu INDEXED; first: err %d (%s) "
            "%.160s\n", (int)close_ms, esbulk_err2str(err), (long long)el, (long long)new_ms,
@@ -995,7 +971,7 @@ static void part_many(void)
                s[k].rss_kib, s[k].cpu_ms, k > 0 ? cpu_us_per_doc(&s[k - 1], &s[k]) : 0.0,
                fmt_stat(b1, sizeof(b1), s[k].indices), fmt_stat(b2, sizeof(b2), s[k].dests));
 
-    t = tally(0, next);
+    t = seen_tally(0, next);
     check(next == ndocs && t.not_once == 0,
           "many: each of %zu documents got exactly one result (%zu added, %zu did not)", ndocs,
           next, t.not_once);
