@@ -38,6 +38,7 @@ struct esbulk_s {
     size_t buffered_bytes;          /* body bytes of documents without outcome */
     size_t buffered_docs;           /* documents not yet served */
     int flushers;                   /* esbulk_flush/close calls in progress */
+    int buffer_full;                /* an add found no space: send what is buffered now */
     int closing;                    /* esbulk_close: stop accepting, drain */
     int abort_all;                  /* close timed out: fail whatever is left */
     int terminate;                  /* the I/O thread should exit */

@@ -409,6 +409,12 @@ static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, si
         if ((eb->buffered_docs == 0 || eb->buffered_bytes + d->body_bytes <= max_bytes) &&
             eb->buffered_docs + 1 <= max_docs)
             break;
+        /* full: what is buffered goes now rather than at flush.docs or
+         * flush.interval.ms (the I/O thread sees the buffer full) */
+        if (!eb->buffer_full) {
+            eb->buffer_full = 1;
+            esbulk__io_wakeup(eb);
+        }
         if (wait_ms == 0 ||
             (wait_ms > 0 && pthread_cond_timedwait(&eb->cond_space, &eb->lock, &until) == ETIMEDOUT)) {
             pthread_mutex_unlock(&eb->lock);

@@ -12,7 +12,8 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
 {
     pthread_mutex_lock(&eb->lock);
     esbulk__queue_append(incoming, &eb->incoming);
-    flags->force = eb->flushers > 0 || eb->closing;
+    flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full;
+    eb->buffer_full = 0; /* seen; the next add that finds no space sets it again */
     flags->terminate = eb->terminate;
     flags->abort_all = eb->abort_all;
     pthread_mutex_unlock(&eb->lock);

@@ -377,6 +377,29 @@ START_TEST(test_queue_full_at_once)
 }
 END_TEST
 
+/* A full buffer is sent at once, not at flush.docs or flush.interval.ms
+ * (10 minutes here): otherwise a buffer.max.docs below flush.docs would
+ * stall every add until the interval. */
+START_TEST(test_full_buffer_sends_now)
+{
+    esbulk_t *eb = dead_handle_b("10", "0", "0", "10");
+    int64_t t0;
+    int i, n = 0;
+
+    for (i = 0; i < 10; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(add_one(eb, 10), ESBULK_ERR_QUEUE_FULL);
+    t0 = esbulk__now_ms();
+    while (n < 10 && esbulk__now_ms() - t0 < 5000)
+        n += esbulk_poll(eb, 100);
+    ck_assert_int_eq(n, 10); /* sent, refused by the dead port, retry.max 0: failed */
+    ck_assert_int_lt(esbulk__now_ms() - t0, 3000);
+    ck_assert_int_eq(failed_seen, 10);
+    ck_assert_int_eq(add_one(eb, 11), ESBULK_OK); /* room again */
+    esbulk_destroy(eb);
+}
+END_TEST
+
 START_TEST(test_queue_full_after_timeout)
 {
     esbulk_t *eb = dead_handle("5", "300", "0");
@@ -510,6 +533,7 @@ int main(void)
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_queue_full_at_once);
     tcase_add_test(handle, test_queue_full_after_timeout);
+    tcase_add_test(handle, test_full_buffer_sends_now);
     tcase_add_test(handle, test_blocking_add_unblocks);
     tcase_add_test(handle, test_retries_exhausted);
     tcase_add_test(handle, test_result_fields_on_exhaustion);
