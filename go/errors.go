@@ -58,8 +58,8 @@ func (e *Error) Error() string {
 	return "esbulk: " + e.Reason
 }
 
-// Is makes errors.Is(err, ErrClosed) true for any *Error with
-// ErrCodeClosed.
+// Is reports whether target is an *Error without a Reason and with the
+// same Code: errors.Is(err, ErrClosed) matches every ErrCodeClosed error.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Reason == "" && t.Code == e.Code
