@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,5 +438,151 @@ func TestCloseDeadline(t *testing.T) {
 				t.Errorf("stats after close: %+v", st)
 			}
 		})
+	}
+}
+
+// Flush returns its context's error by the deadline when the cluster does
+// not answer; the items keep their one callback, delivered by Close.
+func TestFlushDeadline(t *testing.T) {
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(10)
+	addN(t, bi, ty, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	if err := bi.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("flush: %v", err)
+	}
+	if el := time.Since(t0); el > time.Second {
+		t.Errorf("flush took %v with a 200 ms deadline", el)
+	}
+	if n := ty.ok.Load() + ty.fail.Load(); n != 0 {
+		t.Errorf("%d callbacks before close", n)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer ccancel()
+	bi.Close(cctx)
+	ty.exactlyOnce(t, nil)
+	if err := bi.Flush(context.Background()); !errors.Is(err, esbulk.ErrClosed) {
+		t.Errorf("flush after close: %v", err)
+	}
+}
+
+// A callback may re-queue its item with Add: the corrected documents are
+// indexed after the next Flush.
+func TestRequeueFromCallback(t *testing.T) {
+	const n = 200
+	index := "go-esbulk-requeue"
+	freshIndex(t, index, `{"properties":{"n":{"type":"integer"}}}`)
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed, requeued, ok atomic.Int64
+	var requeueErr atomic.Value
+	onSuccess := func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) { ok.Add(1) }
+	var onFailure func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem, error)
+	onFailure = func(ctx context.Context, item esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+		failed.Add(1)
+		item.Body = strings.NewReader(`{"n":1}`)
+		if err := bi.Add(ctx, item); err != nil {
+			requeueErr.Store(err)
+			return
+		}
+		requeued.Add(1)
+	}
+	for k := 0; k < n; k++ {
+		if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(k),
+			Body: strings.NewReader(`{"n":"x"}`), OnSuccess: onSuccess, OnFailure: onFailure}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := bi.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := bi.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e := requeueErr.Load(); e != nil {
+		t.Errorf("re-queue from a callback: %v", e)
+	}
+	if failed.Load() != n || requeued.Load() != n || ok.Load() != n {
+		t.Errorf("failed %d, re-queued %d, indexed %d; want %d each", failed.Load(), requeued.Load(), ok.Load(), n)
+	}
+	if c := count(t, index); c != n {
+		t.Errorf("count %d, want %d", c, n)
+	}
+}
+
+func procStatus(t *testing.T, key string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, key+":") {
+			f := strings.Fields(l[len(key)+1:])
+			v, _ := strconv.ParseInt(f[0], 10, 64)
+			return v
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", key)
+	return 0
+}
+
+// Indexers made and closed one after another leave no goroutine, no thread
+// and no memory behind (a short form of the 1,000-indexer test).
+func TestIndexersDoNotLeak(t *testing.T) {
+	const rounds, warm = 120, 20
+	index := "go-esbulk-leak"
+	freshIndex(t, index, "")
+	var g0, th0, rss0 int64
+	for r := 0; r < rounds; r++ {
+		if r == warm {
+			runtime.GC()
+			g0, th0, rss0 = int64(runtime.NumGoroutine()), procStatus(t, "Threads"), procStatus(t, "VmRSS")
+		}
+		bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ty := newTally(20)
+		for k := 0; k < 20; k++ {
+			err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(k),
+				Body: strings.NewReader(`{"r":1}`),
+				OnSuccess: func(_ context.Context, item esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem) {
+					ty.onSuccess(idOf(item))
+				},
+				OnFailure: func(_ context.Context, item esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+					ty.onFailure(idOf(item), r, err)
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := bi.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if ty.ok.Load() != 20 {
+			t.Fatalf("round %d: %d indexed, failures %v", r, ty.ok.Load(), ty.failures)
+		}
+	}
+	runtime.GC()
+	g1, th1, rss1 := int64(runtime.NumGoroutine()), procStatus(t, "Threads"), procStatus(t, "VmRSS")
+	t.Logf("after %d and %d indexers: goroutines %d -> %d, threads %d -> %d, RSS %d -> %d kB",
+		warm, rounds, g0, g1, th0, th1, rss0, rss1)
+	if g1 > g0+2 {
+		t.Errorf("goroutines grew from %d to %d", g0, g1)
+	}
+	if th1 > th0+4 {
+		t.Errorf("threads grew from %d to %d", th0, th1)
+	}
+	if rss1 > rss0+32*1024 {
+		t.Errorf("RSS grew from %d to %d kB over %d indexers", rss0, rss1, rounds-warm)
 	}
 }
