@@ -18,5 +18,6 @@
 //
 // Building needs the library and its pkg-config file (libesbulk.pc):
 // install libesbulk, or point PKG_CONFIG_PATH at a directory with a .pc file
-// for a build tree. CGO_ENABLED=1 is required.
+// for a build tree. CGO_ENABLED=1 is required. The build tag esbulk_static
+// links libesbulk.a instead of the shared library.
 package esbulk

@@ -1,7 +1,6 @@
 package esbulk
 
 /*
-#cgo pkg-config: libesbulk
 #include <esbulk.h>
 #include <stdint.h>
 #include <stdio.h>
