@@ -26,7 +26,7 @@ func clusterURL() string {
 	return "http://127.0.0.1:19200"
 }
 
-func call(t *testing.T, method, path, body string) (int, string) {
+func call(t testing.TB, method, path, body string) (int, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
