@@ -746,7 +746,10 @@ func (b *indexer) Stats() BulkIndexerStats {
 		NumDeleted:  b.numDeleted.Load(),
 		NumPossibly: b.numPossibly.Load(),
 	}
-	st.Pending = int64(st.NumAdded) - int64(st.NumFlushed)
+	// A callback may run before its Add has counted the item: never below 0.
+	if st.Pending = int64(st.NumAdded) - int64(st.NumFlushed); st.Pending < 0 {
+		st.Pending = 0
+	}
 	var raw []byte
 	b.mu.RLock()
 	if b.gone {
