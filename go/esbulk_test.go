@@ -586,3 +586,69 @@ func TestIndexersDoNotLeak(t *testing.T) {
 		t.Errorf("RSS grew from %d to %d kB over %d indexers", rss0, rss1, rounds-warm)
 	}
 }
+
+// Close while 4 goroutines keep adding: every item whose Add returned nil
+// has exactly one callback, every other none, and Add returns ErrClosed
+// once Close has begun.
+func TestCloseRacingAdds(t *testing.T) {
+	const adders, max = 4, 400000
+	index := "go-esbulk-race-close"
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		BufferMaxDocs: 5000, FlushDocs: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(max)
+	accepted := make([]bool, max)
+	onSuccess := func(_ context.Context, item esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem) {
+		ty.onSuccess(idOf(item))
+	}
+	onFailure := func(_ context.Context, item esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+		ty.onFailure(idOf(item), r, err)
+	}
+	var wg sync.WaitGroup
+	var otherErr atomic.Value
+	for a := 0; a < adders; a++ {
+		wg.Add(1)
+		go func(a int) {
+			defer wg.Done()
+			for k := a; k < max; k += adders {
+				err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(k),
+					Body: strings.NewReader(`{"k":1}`), OnSuccess: onSuccess, OnFailure: onFailure})
+				if errors.Is(err, esbulk.ErrClosed) {
+					return
+				}
+				if err != nil {
+					otherErr.Store(err)
+					return
+				}
+				accepted[k] = true
+			}
+		}(a)
+	}
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := bi.Close(ctx); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	wg.Wait()
+	if e := otherErr.Load(); e != nil {
+		t.Fatalf("add: %v", e)
+	}
+	n := 0
+	for _, ok := range accepted {
+		if ok {
+			n++
+		}
+	}
+	t.Logf("%d items accepted before the close", n)
+	if n == 0 || n == max {
+		t.Fatalf("%d accepted: the close did not race the adds", n)
+	}
+	ty.exactlyOnce(t, accepted)
+	if c := count(t, index); c != ty.ok.Load() {
+		t.Errorf("index count %d, successes %d", c, ty.ok.Load())
+	}
+}
