@@ -8,14 +8,17 @@
 #          gcc, autotools, pkg-config and the -dev packages
 #   test:  build + Check (the unit tests), clang and its sanitizer runtimes
 #          (make check-sanitizers), valgrind, Java and Maven for the test
-#          clusters (the cluster scripts fetch their Maven artifacts themselves)
+#          clusters (the cluster scripts fetch their Maven artifacts themselves),
+#          and a Go toolchain for the Go module's tests (tests/go.test): Debian's
+#          golang-go when there is no `go` (nor /usr/local/go); cgo and the race
+#          detector use gcc
 set -euo pipefail
 
 what=${1:-all}
 build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
 test_pkgs=(check clang valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl
-           util-linux)
+           util-linux golang-go)
 
 case "$what" in
 build) pkgs=("${build_pkgs[@]}") ;;
@@ -35,6 +38,7 @@ for p in "${pkgs[@]}"; do
     case "$p" in
     openjdk-17-jdk-headless) command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && continue ;;
     maven) command -v mvn >/dev/null 2>&1 && continue ;;
+    golang-go) { command -v go || [ -x /usr/local/go/bin/go ]; } >/dev/null 2>&1 && continue ;;
     esac
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

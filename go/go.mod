@@ -1,0 +1,3 @@
+module github.com/libesbulk/libesbulk/go
+
+go 1.19

@@ -1,0 +1,469 @@
+package esbulk
+
+/*
+#include <esbulk.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+// Options of one item; flags say which are set.
+enum { ESBGO_VERSION = 1, ESBGO_SEQ_NO = 2, ESBGO_REQUIRE_ALIAS = 4, ESBGO_RETRY_ON_CONFLICT = 8 };
+
+// One esbulk_add_opts call with the item's options as scalars (no Go
+// pointer is kept: every input is copied before esbulk_add_opts returns).
+// The document opaque is the item's integer id, never a Go pointer.
+static int32_t esbgo_add(esbulk_t *eb, int32_t op, const char *index, const char *id,
+                         size_t id_len, const char *routing, size_t routing_len,
+                         const char *body, size_t body_len, int32_t flags, int64_t version,
+                         int32_t version_type, int64_t seq_no, int64_t primary_term,
+                         int32_t retry_on_conflict, uintptr_t opaque, char *errstr,
+                         size_t errstr_size)
+{
+    esbulk_docopts_t *o = NULL;
+    esbulk_err_t err = ESBULK_OK;
+
+    if (flags != 0) {
+        o = esbulk_docopts_new();
+        if (o == NULL)
+            return ESBULK_ERR_NOMEM;
+        if ((flags & ESBGO_VERSION) && err == ESBULK_OK)
+            err = esbulk_docopts_set_version(o, version, (esbulk_version_type_t)version_type);
+        if ((flags & ESBGO_SEQ_NO) && err == ESBULK_OK)
+            err = esbulk_docopts_set_if_seq_no(o, seq_no, primary_term);
+        if ((flags & ESBGO_REQUIRE_ALIAS) && err == ESBULK_OK)
+            err = esbulk_docopts_set_require_alias(o, 1);
+        if ((flags & ESBGO_RETRY_ON_CONFLICT) && err == ESBULK_OK)
+            err = esbulk_docopts_set_retry_on_conflict(o, retry_on_conflict);
+        if (err != ESBULK_OK) {
+            if (errstr_size > 0)
+                snprintf(errstr, errstr_size, "an option is out of range");
+            esbulk_docopts_destroy(o);
+            return err;
+        }
+    }
+    err = esbulk_add_opts(eb, (esbulk_op_t)op, index, id, id_len, routing, routing_len, body,
+                          body_len, o, (void *)opaque, errstr, errstr_size);
+    esbulk_docopts_destroy(o);
+    return err;
+}
+
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+const (
+	pollBatch   = 1024                  // results pulled per crossing
+	pollWait    = 20 * time.Millisecond // longest wait of one pull (commands wait at most this)
+	errstrBytes = 512
+	// A full buffer is retried when the result goroutine releases a batch,
+	// and at least this often (room also appears when bytes are sent).
+	roomRetry = 5 * time.Millisecond
+)
+
+var zeros [errstrBytes]byte
+
+func err2str(c ErrCode) string { return C.GoString(C.esbulk_err2str(C.esbulk_err_t(c))) }
+
+// An item waiting for its result.
+type pending struct {
+	item   BulkIndexerItem
+	action int32
+}
+
+// A Flush or Close asked of the result goroutine.
+type command struct {
+	ctx   context.Context
+	close bool
+	done  chan error
+}
+
+type indexer struct {
+	cfg BulkIndexerConfig
+
+	// mu guards eb against destroy: Add and Stats hold it for reading
+	// around their calls; Close holds it for writing to destroy.
+	mu     sync.RWMutex
+	eb     *C.esbulk_t
+	closed atomic.Bool // set by Close before anything else
+	gone   bool        // eb destroyed (under mu)
+	final  []byte      // the stats JSON read just before destroy
+
+	itemsMu sync.Mutex
+	items   map[uint64]*pending
+	nextID  atomic.Uint64
+
+	// room is closed (and replaced) by the result goroutine after each
+	// release while adders wait for room.
+	roomMu  sync.Mutex
+	room    chan struct{}
+	waiters atomic.Int32
+	closing chan struct{} // closed when Close starts
+
+	cmds     chan command
+	finished chan struct{} // closed when the result goroutine has ended
+	closeErr error         // the result of the first Close (after finished)
+
+	numAdded, numFlushed, numFailed                atomic.Uint64
+	numIndexed, numCreated, numUpdated, numDeleted atomic.Uint64
+	numPossibly                                    atomic.Uint64
+
+	bufPool sync.Pool
+}
+
+var actions = map[string]int32{
+	"":       C.ESBULK_OP_INDEX,
+	"index":  C.ESBULK_OP_INDEX,
+	"create": C.ESBULK_OP_CREATE,
+	"update": C.ESBULK_OP_UPDATE,
+	"delete": C.ESBULK_OP_DELETE,
+}
+
+func ms(d time.Duration) string {
+	v := d.Milliseconds()
+	if v < 1 {
+		v = 1
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// settings turns the config into libesbulk keys and values, in order.
+func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
+	var kv [][2]string
+	set := func(k, v string) { kv = append(kv, [2]string{k, v}) }
+	if len(cfg.Addresses) == 0 {
+		return nil, &Error{Code: ErrCodeInvalidArg, Reason: "BulkIndexerConfig.Addresses is empty"}
+	}
+	set("urls", strings.Join(cfg.Addresses, ","))
+	if cfg.NumWorkers > 0 {
+		n := cfg.NumWorkers
+		if n > 64 {
+			n = 64
+		}
+		set("max.inflight.per.node", strconv.Itoa(n))
+	}
+	if cfg.FlushBytes > 0 {
+		n := cfg.FlushBytes
+		if n < 1024 {
+			n = 1024
+		}
+		set("flush.bytes", strconv.Itoa(n))
+	}
+	if cfg.FlushInterval > 0 {
+		set("flush.interval.ms", ms(cfg.FlushInterval))
+	}
+	if cfg.FlushDocs > 0 {
+		set("flush.docs", strconv.Itoa(cfg.FlushDocs))
+	}
+	if cfg.Pipeline != "" {
+		set("bulk.pipeline", cfg.Pipeline)
+	}
+	if cfg.Refresh != "" {
+		set("bulk.refresh", cfg.Refresh)
+	}
+	if cfg.Username != "" {
+		set("auth.username", cfg.Username)
+	}
+	if cfg.Password != "" {
+		set("auth.password", cfg.Password)
+	}
+	if cfg.APIKey != "" {
+		set("auth.api_key", cfg.APIKey)
+	}
+	if cfg.RoutingLevel != "" {
+		set("routing.level", cfg.RoutingLevel)
+	}
+	if cfg.RetryMax != nil {
+		set("retry.max", strconv.Itoa(*cfg.RetryMax))
+	}
+	if cfg.RetryBackoff > 0 {
+		set("retry.backoff.ms", ms(cfg.RetryBackoff))
+	}
+	if cfg.RetryBackoffMax > 0 {
+		set("retry.backoff.max.ms", ms(cfg.RetryBackoffMax))
+	}
+	if cfg.DeliveryTimeout > 0 {
+		set("delivery.timeout.ms", ms(cfg.DeliveryTimeout))
+	}
+	if cfg.BufferMaxBytes > 0 {
+		set("buffer.max.bytes", strconv.FormatInt(cfg.BufferMaxBytes, 10))
+	}
+	if cfg.BufferMaxDocs > 0 {
+		set("buffer.max.docs", strconv.FormatInt(cfg.BufferMaxDocs, 10))
+	}
+	for k, v := range cfg.Config {
+		if k == "enqueue.timeout.ms" {
+			return nil, &Error{Code: ErrCodeInvalidArg,
+				Reason: "enqueue.timeout.ms cannot be set: Add waits on its context"}
+		}
+		set(k, v)
+	}
+	// Add never waits in C (it waits in Go, on its context).
+	set("enqueue.timeout.ms", "0")
+	return kv, nil
+}
+
+// NewBulkIndexer makes an indexer over the cluster at cfg.Addresses and
+// starts its result goroutine. It does no I/O: the library reads the
+// cluster in the background. Unknown Config keys and values out of range
+// are reported here, as an *Error.
+func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
+	kv, err := settings(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	errstr := (*C.char)(C.malloc(errstrBytes))
+	defer C.free(unsafe.Pointer(errstr))
+	conf := C.esbulk_conf_new()
+	if conf == nil {
+		return nil, &Error{Code: ErrCodeNoMem}
+	}
+	defer C.esbulk_conf_destroy(conf)
+	for _, p := range kv {
+		ck, cv := C.CString(p[0]), C.CString(p[1])
+		rc := C.esbulk_conf_set(conf, ck, cv, errstr, errstrBytes)
+		C.free(unsafe.Pointer(ck))
+		C.free(unsafe.Pointer(cv))
+		if rc != C.ESBULK_OK {
+			return nil, &Error{Code: ErrCode(rc), Reason: C.GoString(errstr)}
+		}
+	}
+	eb := C.esbulk_new(conf, errstr, errstrBytes)
+	if eb == nil {
+		return nil, &Error{Code: ErrCodeInvalidArg, Reason: C.GoString(errstr)}
+	}
+	b := &indexer{
+		cfg:      cfg,
+		eb:       eb,
+		items:    make(map[uint64]*pending),
+		room:     make(chan struct{}),
+		closing:  make(chan struct{}),
+		cmds:     make(chan command),
+		finished: make(chan struct{}),
+	}
+	b.bufPool.New = func() interface{} { return new(bytes.Buffer) }
+	go b.run()
+	return b, nil
+}
+
+func (b *indexer) roomChan() chan struct{} {
+	b.roomMu.Lock()
+	ch := b.room
+	b.roomMu.Unlock()
+	return ch
+}
+
+func (b *indexer) signalRoom() {
+	if b.waiters.Load() == 0 {
+		return
+	}
+	b.roomMu.Lock()
+	close(b.room)
+	b.room = make(chan struct{})
+	b.roomMu.Unlock()
+}
+
+// Add implements BulkIndexer.
+func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	op, ok := actions[item.Action]
+	if !ok {
+		return &Error{Code: ErrCodeInvalidArg, Reason: "unknown action " + strconv.Quote(item.Action)}
+	}
+	index := item.Index
+	if index == "" {
+		index = b.cfg.Index
+	}
+	routing := item.Routing
+	if routing == "" {
+		routing = b.cfg.Routing
+	}
+	var flags C.int32_t
+	var version, seqNo, primTerm C.int64_t
+	var versionType, retries C.int32_t
+	if item.Version != nil {
+		flags |= C.ESBGO_VERSION
+		version = C.int64_t(*item.Version)
+		switch item.VersionType {
+		case "", "external":
+			versionType = C.ESBULK_VERSION_EXTERNAL
+		case "external_gte":
+			versionType = C.ESBULK_VERSION_EXTERNAL_GTE
+		default:
+			return &Error{Code: ErrCodeInvalidArg,
+				Reason: "VersionType " + strconv.Quote(item.VersionType) + ": only external and external_gte"}
+		}
+	}
+	if (item.IfSeqNo == nil) != (item.IfPrimaryTerm == nil) {
+		return &Error{Code: ErrCodeInvalidArg, Reason: "IfSeqNo and IfPrimaryTerm go together"}
+	}
+	if item.IfSeqNo != nil {
+		flags |= C.ESBGO_SEQ_NO
+		seqNo, primTerm = C.int64_t(*item.IfSeqNo), C.int64_t(*item.IfPrimaryTerm)
+	}
+	if item.RequireAlias {
+		flags |= C.ESBGO_REQUIRE_ALIAS
+	}
+	if item.RetryOnConflict != nil {
+		flags |= C.ESBGO_RETRY_ON_CONFLICT
+		retries = C.int32_t(*item.RetryOnConflict)
+	}
+
+	// One Go buffer holds body, index + NUL, id, routing and errstr: it is
+	// passed to C for the call only, and C copies from it once.
+	buf := b.bufPool.Get().(*bytes.Buffer)
+	defer b.bufPool.Put(buf)
+	buf.Reset()
+	if item.Body != nil {
+		if _, err := buf.ReadFrom(item.Body); err != nil {
+			return err
+		}
+		if _, err := item.Body.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	} else if op != C.ESBULK_OP_DELETE {
+		return errNoBody
+	}
+	bodyLen := buf.Len()
+	buf.WriteString(index)
+	buf.WriteByte(0)
+	buf.WriteString(item.DocumentID)
+	buf.WriteString(routing)
+	buf.Write(zeros[:])
+	raw := buf.Bytes()
+	base := unsafe.Pointer(&raw[0])
+	at := func(off int) *C.char { return (*C.char)(unsafe.Add(base, off)) }
+	indexOff := bodyLen
+	idOff := indexOff + len(index) + 1
+	routingOff := idOff + len(item.DocumentID)
+	errOff := routingOff + len(routing)
+	var bodyPtr *C.char
+	if item.Body != nil {
+		bodyPtr = at(0)
+	}
+	var idPtr, routingPtr *C.char
+	if len(item.DocumentID) > 0 {
+		idPtr = at(idOff)
+	}
+	if len(routing) > 0 {
+		routingPtr = at(routingOff)
+	}
+
+	id := b.nextID.Add(1)
+	p := &pending{item: item, action: int32(op)}
+	b.itemsMu.Lock()
+	b.items[id] = p
+	b.itemsMu.Unlock()
+
+	waiting := false
+	defer func() {
+		if waiting {
+			b.waiters.Add(-1)
+		}
+	}()
+	for {
+		room := b.roomChan()
+		b.mu.RLock()
+		var rc C.int32_t = C.ESBULK_ERR_CLOSED
+		if !b.gone {
+			rc = C.esbgo_add(b.eb, C.int32_t(op), at(indexOff), idPtr, C.size_t(len(item.DocumentID)),
+				routingPtr, C.size_t(len(routing)), bodyPtr, C.size_t(bodyLen), flags, version,
+				versionType, seqNo, primTerm, retries, C.uintptr_t(id), at(errOff), errstrBytes)
+		}
+		b.mu.RUnlock()
+		if rc == C.ESBULK_OK {
+			b.numAdded.Add(1)
+			return nil
+		}
+		if rc != C.ESBULK_ERR_QUEUE_FULL {
+			b.forget(id)
+			if rc == C.ESBULK_ERR_CLOSED {
+				return ErrClosed
+			}
+			return &Error{Code: ErrCode(rc), Reason: C.GoString(at(errOff))}
+		}
+		if !waiting {
+			waiting = true
+			b.waiters.Add(1)
+			continue // the room channel taken before was maybe already closed
+		}
+		t := time.NewTimer(roomRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			b.forget(id)
+			return ctx.Err()
+		case <-b.closing:
+			t.Stop()
+			b.forget(id)
+			return ErrClosed
+		case <-room:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (b *indexer) forget(id uint64) {
+	b.itemsMu.Lock()
+	delete(b.items, id)
+	b.itemsMu.Unlock()
+}
+
+// Flush implements BulkIndexer.
+func (b *indexer) Flush(ctx context.Context) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return b.ask(ctx, false)
+}
+
+// Close implements BulkIndexer.
+func (b *indexer) Close(ctx context.Context) error {
+	if b.closed.Swap(true) {
+		<-b.finished
+		return nil
+	}
+	close(b.closing)
+	err := b.ask(ctx, true)
+	<-b.finished
+	return err
+}
+
+// ask hands a Flush or a Close to the result goroutine and waits for it. A
+// Flush stops waiting when ctx ends; a Close always waits (the result
+// goroutine honours ctx's deadline itself, and then fails what is left).
+func (b *indexer) ask(ctx context.Context, closing bool) error {
+	c := command{ctx: ctx, close: closing, done: make(chan error, 1)}
+	select {
+	case b.cmds <- c:
+	case <-b.finished:
+		return ErrClosed
+	case <-ctx.Done():
+		if !closing {
+			return ctx.Err()
+		}
+		b.cmds <- c
+	}
+	if closing {
+		return <-c.done
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

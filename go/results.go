@@ -1,0 +1,259 @@
+package esbulk
+
+/*
+#include <esbulk.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+// One result, read with one crossing per batch rather than one per field.
+typedef struct esbgo_res {
+    uintptr_t opaque;
+    int32_t outcome, err, status, attempts;
+    int64_t seq_no, primary_term, version;
+    const char *index, *id, *error_type, *error_reason, *result;
+} esbgo_res;
+
+static void esbgo_read(const esbulk_result_t *const *rs, size_t n, esbgo_res *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const esbulk_result_t *r = rs[i];
+        out[i].opaque = (uintptr_t)esbulk_result_opaque(r);
+        out[i].outcome = (int32_t)esbulk_result_outcome(r);
+        out[i].err = (int32_t)esbulk_result_err(r);
+        out[i].status = esbulk_result_status(r);
+        out[i].attempts = esbulk_result_attempts(r);
+        out[i].seq_no = esbulk_result_seq_no(r);
+        out[i].primary_term = esbulk_result_primary_term(r);
+        out[i].version = esbulk_result_version(r);
+        out[i].index = esbulk_result_index(r);
+        out[i].id = esbulk_result_id(r);
+        out[i].error_type = esbulk_result_error_type(r);
+        out[i].error_reason = esbulk_result_error_reason(r);
+        out[i].result = esbulk_result_result(r);
+    }
+}
+*/
+import "C"
+
+import (
+	"context"
+	"time"
+	"unsafe"
+)
+
+// run is the result goroutine: the only caller of esbulk_poll_results,
+// esbulk_results_release, esbulk_flush and esbulk_close, and the only
+// goroutine that runs item callbacks.
+func (b *indexer) run() {
+	defer close(b.finished)
+	out := (**C.esbulk_result_t)(C.malloc(C.size_t(pollBatch) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	res := (*C.esbgo_res)(C.malloc(C.size_t(pollBatch) * C.size_t(unsafe.Sizeof(C.esbgo_res{}))))
+	defer C.free(unsafe.Pointer(out))
+	defer C.free(unsafe.Pointer(res))
+	d := drainer{b: b, out: out, res: res}
+	for {
+		select {
+		case c := <-b.cmds:
+			if c.close {
+				c.done <- d.close(c.ctx)
+				return
+			}
+			c.done <- d.flush(c.ctx)
+		default:
+			d.pull(pollWait)
+		}
+	}
+}
+
+type drainer struct {
+	b   *indexer
+	out **C.esbulk_result_t
+	res *C.esbgo_res
+}
+
+// pull takes one batch (waiting up to wait for the first result), releases
+// it and runs its callbacks. It returns how many results it took.
+func (d *drainer) pull(wait time.Duration) int {
+	b := d.b
+	n := int(C.esbulk_poll_results(b.eb, d.out, pollBatch, C.int32_t(wait.Milliseconds())))
+	if n <= 0 {
+		return 0
+	}
+	C.esbgo_read(d.out, C.size_t(n), d.res)
+	rs := unsafe.Slice(d.res, n)
+	type done struct {
+		p    *pending
+		resp BulkIndexerResponseItem
+		err  error
+	}
+	batch := make([]done, n)
+	b.itemsMu.Lock()
+	for i := range rs {
+		id := uint64(rs[i].opaque)
+		batch[i].p = b.items[id]
+		delete(b.items, id)
+	}
+	b.itemsMu.Unlock()
+	for i := range rs {
+		r := &rs[i]
+		dn := &batch[i]
+		resp := &dn.resp
+		resp.Index = goString(r.index)
+		resp.DocumentID = goString(r.id)
+		resp.Result = goString(r.result)
+		resp.Status = int(r.status)
+		resp.Version = int64(r.version)
+		resp.SeqNo = int64(r.seq_no)
+		resp.PrimTerm = int64(r.primary_term)
+		resp.Outcome = Outcome(r.outcome)
+		resp.Attempts = int(r.attempts)
+		if resp.Outcome != OutcomeIndexed {
+			resp.Error.Type = goString(r.error_type)
+			resp.Error.Reason = goString(r.error_reason)
+			if ErrCode(r.err) != ErrCodeItem {
+				dn.err = &Error{Code: ErrCode(r.err), Reason: resp.Error.Reason,
+					Possibly: resp.Outcome == OutcomePossibly}
+			}
+		}
+	}
+	C.esbulk_results_release(b.eb)
+	b.signalRoom()
+
+	ctx := context.Background()
+	var nerr int
+	var first error
+	for i := range batch {
+		dn := &batch[i]
+		if dn.p == nil {
+			continue // cannot happen: every opaque is the id of an item in the map
+		}
+		it := dn.p.item
+		// As esutil and opensearchutil do, a delete of a missing document
+		// (status 404, result not_found) goes to OnFailure with a nil err,
+		// although libesbulk counts it done.
+		if dn.resp.Outcome == OutcomeIndexed && dn.resp.Status < 300 {
+			switch dn.p.action {
+			case C.ESBULK_OP_INDEX:
+				b.numIndexed.Add(1)
+			case C.ESBULK_OP_CREATE:
+				b.numCreated.Add(1)
+			case C.ESBULK_OP_UPDATE:
+				b.numUpdated.Add(1)
+			case C.ESBULK_OP_DELETE:
+				b.numDeleted.Add(1)
+			}
+			b.numFlushed.Add(1)
+			if it.OnSuccess != nil {
+				it.OnSuccess(ctx, it, dn.resp)
+			}
+			continue
+		}
+		if dn.resp.Outcome == OutcomePossibly {
+			b.numPossibly.Add(1)
+		}
+		if dn.err != nil {
+			nerr++
+			if first == nil {
+				first = dn.err
+			}
+		}
+		b.numFailed.Add(1)
+		b.numFlushed.Add(1)
+		if it.OnFailure != nil {
+			it.OnFailure(ctx, it, dn.resp, dn.err)
+		}
+	}
+	if nerr > 0 && b.cfg.OnError != nil {
+		b.cfg.OnError(ctx, &BatchError{Items: nerr, First: first})
+	}
+	return n
+}
+
+func goString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+// slice is how long one blocking library call may last, so that a command
+// sees its context end within about that much.
+func slice(ctx context.Context, d time.Duration) (C.int32_t, bool) {
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left <= 0 {
+			return 0, false
+		}
+		if left < d {
+			d = left
+		}
+	}
+	v := d.Milliseconds()
+	if v < 1 {
+		v = 1
+	}
+	return C.int32_t(v), true
+}
+
+// flush sends what is buffered and serves results until every item added
+// before has had its callback, in slices that grow from 50 ms to 1 s so
+// that ctx is seen ending.
+func (d *drainer) flush(ctx context.Context) error {
+	b := d.b
+	if b.cfg.OnFlushStart != nil {
+		ctx = b.cfg.OnFlushStart(ctx)
+	}
+	if b.cfg.OnFlushEnd != nil {
+		defer b.cfg.OnFlushEnd(ctx)
+	}
+	step := 50 * time.Millisecond
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t, ok := slice(ctx, step)
+		if !ok {
+			return context.DeadlineExceeded
+		}
+		rc := C.esbulk_flush(b.eb, t)
+		for d.pull(0) > 0 {
+		}
+		if rc == C.ESBULK_OK {
+			return nil
+		}
+		if step < time.Second {
+			step *= 2
+		}
+	}
+}
+
+// close flushes until ctx ends, closes the handle (what is left gets its
+// ESBULK_ERR_CLOSED result), serves every result left and destroys the
+// handle.
+func (d *drainer) close(ctx context.Context) error {
+	b := d.b
+	err := d.flush(ctx)
+	C.esbulk_close(b.eb, 0)
+	for d.pull(0) > 0 {
+	}
+	// Every item the library accepted has had its result by now. One still
+	// in the map is being added by an Add that the closed handle refuses:
+	// that Add returns ErrClosed and the item gets no callback.
+	b.itemsMu.Lock()
+	b.items = make(map[uint64]*pending)
+	b.itemsMu.Unlock()
+
+	js := C.esbulk_stats_json(b.eb)
+	b.mu.Lock()
+	if js != nil {
+		b.final = C.GoBytes(unsafe.Pointer(js), C.int(C.strlen(js)))
+		C.esbulk_free(unsafe.Pointer(js))
+	}
+	C.esbulk_destroy(b.eb)
+	b.eb = nil
+	b.gone = true
+	b.mu.Unlock()
+
+	return err
+}
