@@ -8,13 +8,15 @@
 #          gcc, autotools, pkg-config and the -dev packages
 #   test:  build + Check (the unit tests), clang and its sanitizer runtimes
 #          (make check-sanitizers), valgrind, Java and Maven for the test
-#          clusters (the cluster scripts fetch their Maven artifacts themselves)
+#          clusters (the cluster scripts fetch their Maven artifacts themselves),
+#          python3-venv (tests/python.test makes a venv and pip-installs its
+#          test requirements from PyPI)
 set -euo pipefail
 
 what=${1:-all}
 build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
-test_pkgs=(check clang valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl
+test_pkgs=(check clang valgrind curl python3 python3-venv openjdk-17-jdk-headless maven groff-base openssl
            util-linux)
 
 case "$what" in
