@@ -299,7 +299,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 submit(items, bodies)
                 items, bodies, size = [], [], 0
                 while len(chunks) >= window:
-                    ix.poll(0.2)
+                    if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
+                        raise RuntimeError("esbulk: %d result(s) never came" %
+                                           sum(c.left for c in chunks))
                     yield from ready_heads()
                 ix.poll(0)
                 yield from ready_heads()
@@ -309,8 +311,12 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
         if items:
             submit(items, bodies)
         while chunks:
-            ix.flush(0.2)
+            left = ix.flush(0.2)
             yield from ready_heads()
+            if chunks and left == 0 and chunks[0].left:
+                # never: every accepted document gets exactly one result
+                raise RuntimeError("esbulk: %d result(s) never came" %
+                                   sum(c.left for c in chunks))
         clean = True
     finally:
         # Normal end: nothing is left. Stopped early (an exception, or the
