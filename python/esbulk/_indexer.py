@@ -118,6 +118,22 @@ class Result:
     __slots__ = ("outcome_code", "error", "op", "index", "id", "status", "error_type",
                  "reason", "result", "seq_no", "primary_term", "version", "attempts", "body",
                  "context", "_cb")
+    outcome_code: int
+    error: int
+    op: str
+    index: Optional[str]
+    id: Optional[str]
+    status: int
+    error_type: Optional[str]
+    reason: Optional[str]
+    result: Optional[str]
+    seq_no: int
+    primary_term: int
+    version: int
+    attempts: int
+    body: Optional[bytes]
+    context: Any
+    _cb: Optional[ResultCallback]
 
     @property
     def ok(self) -> bool:
@@ -556,7 +572,7 @@ class Indexer:
                                                  self._keep_body))
             finally:
                 lib.esbulk_results_release(eb)
-        return n
+        return int(n)
 
     def _dispatch(self) -> int:
         """Hands the pulled results to their callbacks; an exception from one

@@ -333,8 +333,8 @@ def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
     success, failed = 0, 0
     errors: List[Any] = []
     kwargs["yield_ok"] = True
-    for ok, item in streaming_bulk(client, actions, *args, ignore_status=ignore_status,
-                                   **kwargs):
+    for ok, item in streaming_bulk(client, actions, *args,  # type: ignore[misc]
+                                   ignore_status=ignore_status, **kwargs):
         if not ok:
             if not stats_only:
                 errors.append(item)
@@ -356,8 +356,10 @@ def parallel_bulk(client: Any, actions: Iterable[Any], thread_count: int = 4,
     ``esbulk_conf={"max.inflight.per.node": N}`` to change it), and, unlike
     the peer's, retries item 429s. thread_count and queue_size are accepted
     and unused."""
+    if args:
+        raise TypeError("esbulk.helpers.parallel_bulk: extra positional arguments %r" % (args,))
     return streaming_bulk(client, actions, chunk_size=chunk_size,
                           max_chunk_bytes=max_chunk_bytes, raise_on_error=raise_on_error,
                           expand_action_callback=expand_action_callback,
                           raise_on_exception=raise_on_exception, ignore_status=ignore_status,
-                          *args, **kwargs)
+                          **kwargs)
