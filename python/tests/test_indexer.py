@@ -35,6 +35,7 @@ def test_100k_documents_each_exactly_one_result(url, make_index):
             ix.poll(0)
         assert ix.flush() == 0
         assert len(ix) == 0
+        assert not ix._tokens  # per-document Python state is held only until its result
         st = ix.stats()
     print("100k through Indexer in %.1f s" % (time.monotonic() - t0))
     assert not failed, failed[:3]
@@ -42,6 +43,37 @@ def test_100k_documents_each_exactly_one_result(url, make_index):
     assert set(seen) == set(range(N))
     assert st["indexed"] == N and st["pending"] == 0
     assert count(index) == N
+
+
+def test_add_from_several_threads_while_one_polls(url, make_index):
+    import threading
+    index = make_index()
+    seen = collections.Counter()
+    errors = []
+
+    def producer(t):
+        try:
+            for start in range(0, 5000, 250):
+                ids = ["%d-%d" % (t, i) for i in range(start, start + 250)]
+                ix.add_many(index, [{"n": i} for i in range(start, start + 250)], ids=ids,
+                            contexts=ids)
+                ix.add(index, {"n": start}, id="single-%d-%d" % (t, start),
+                       context="single-%d-%d" % (t, start))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    with esbulk.Indexer(url, on_result=lambda r: seen.update([r.context])) as ix:
+        threads = [threading.Thread(target=producer, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        while any(th.is_alive() for th in threads):
+            ix.poll(0.05)
+        for th in threads:
+            th.join()
+        assert ix.flush() == 0
+    assert not errors
+    assert len(seen) == 4 * (5000 + 20) and set(seen.values()) == {1}
+    assert count(index) == 4 * (5000 + 20)
 
 
 def test_mapping_errors_per_document_with_the_servers_reason(url, make_index):
