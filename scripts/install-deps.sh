@@ -12,13 +12,15 @@
 #          and a Go toolchain for the Go module's tests (tests/go.test): Debian's
 #          golang-go when there is no `go` (nor /usr/local/go); cgo and the race
 #          detector use gcc
+#          python3-venv (tests/python.test makes a venv and pip-installs its
+#          test requirements from PyPI)
 set -euo pipefail
 
 what=${1:-all}
 build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
-test_pkgs=(check clang valgrind curl python3 openjdk-17-jdk-headless maven groff-base openssl
-           util-linux golang-go)
+test_pkgs=(check clang valgrind curl python3 python3-venv openjdk-17-jdk-headless maven groff-base
+           openssl util-linux golang-go)
 
 case "$what" in
 build) pkgs=("${build_pkgs[@]}") ;;

@@ -1,0 +1,31 @@
+"""esbulk: shard-aware, retried, per-document-reported bulk indexing into
+OpenSearch and Elasticsearch, over the libesbulk C library.
+
+    import esbulk
+    with esbulk.Indexer("http://127.0.0.1:9200", flush_docs=1000) as ix:
+        ix.add("logs", {"msg": "hello"}, id="1", on_result=print)
+
+esbulk.helpers holds drop-in replacements of opensearch-py's and
+elasticsearch-py's bulk helpers (bulk, streaming_bulk).
+"""
+from ._clib import lib as _lib
+from ._indexer import JSON_ENCODER, Indexer, Result
+from .errors import (BulkIndexError, ConfigError, EsbulkError, InvalidDocumentError,
+                     QueueFullError, TransportError)
+
+__version__ = "0.1.0"
+
+
+def library_version() -> str:
+    """The version of the libesbulk that was loaded."""
+    return str(_lib.esbulk_version_str().decode())
+
+
+def library_path() -> str:
+    """Where the loaded libesbulk came from."""
+    return str(_lib.esbulk_path)
+
+
+__all__ = ["Indexer", "Result", "BulkIndexError", "ConfigError", "EsbulkError",
+           "InvalidDocumentError", "QueueFullError", "TransportError", "JSON_ENCODER",
+           "library_version", "library_path"]

@@ -1,0 +1,365 @@
+"""Drop-in replacements of opensearch-py's / elasticsearch-py's bulk helpers.
+
+    from opensearchpy import OpenSearch, helpers      # before
+    from opensearchpy import OpenSearch; from esbulk import helpers   # after
+
+bulk(), streaming_bulk() and parallel_bulk() take the same arguments, return
+the same values and raise the same exceptions (BulkIndexError with .errors, a
+subclass of the peer's BulkIndexError when opensearch-py or elasticsearch-py
+is installed) as opensearch-py's. What differs, and why:
+
+- ``client`` may be an opensearch-py / elasticsearch-py client (its hosts,
+  credentials and TLS settings are read from it: it is never called) or a URL
+  string or list of URLs.
+- Documents are sent by libesbulk: straight to the node of their primary
+  shard, up to max.inflight.per.node requests per node at once, and every
+  item refused with 429 (or 503) is retried with backoff in every helper,
+  whatever ``max_retries`` says (it raises the library's retry.max when larger).
+- Results are yielded chunk by chunk (chunk_size / max_chunk_bytes) in the
+  order of the actions, as the peer does; the library keeps several chunks in
+  flight meanwhile. When raise_on_error stops the helper, the chunks already
+  handed to the library (at most about 10,000 documents past the failing
+  chunk) are still sent, where the peer would not have sent them.
+- A document that could not be delivered at all (connection refused, timeout,
+  retries used up) is reported like the peer's failed request: raised as
+  esbulk.TransportError when raise_on_exception, else an item with "error",
+  "status", "exception" and the action's data.
+- Keyword arguments the peer passes to client.bulk(): ``index`` (the default
+  _index), ``pipeline``, ``refresh``, ``timeout`` / ``request_timeout``
+  (seconds) are supported; ``esbulk_conf={...}`` passes any libesbulk key.
+  Others raise TypeError rather than be silently ignored.
+"""
+import base64
+import collections
+import json
+from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Tuple, Union)
+
+from . import _clib
+from ._indexer import Indexer, Result, encode_body
+from .errors import BulkIndexError, TransportError
+
+__all__ = ["bulk", "streaming_bulk", "parallel_bulk", "expand_action", "BulkIndexError",
+           "client_conf"]
+
+_META = ("_id", "_index", "_if_seq_no", "_if_primary_term", "_parent", "_percolate",
+         "_retry_on_conflict", "_routing", "_timestamp", "_version", "_version_type",
+         "if_seq_no", "if_primary_term", "parent", "pipeline", "retry_on_conflict", "routing",
+         "version", "version_type")
+_UNDERSCORED = {"_if_seq_no", "_if_primary_term", "_parent", "_retry_on_conflict", "_routing",
+                "_version", "_version_type"}
+IN_FLIGHT_DOCS = 10000  # documents handed to the library ahead of the chunk being yielded
+
+
+def expand_action(data: Any) -> Tuple[Any, Any]:
+    """As opensearch-py's: an action dict (or a JSON string) -> (action line
+    as a dict {op: meta}, the document or None for a delete)."""
+    if isinstance(data, (str, bytes)):
+        return {"index": {}}, data
+    data = dict(data)
+    op_type = data.pop("_op_type", "index")
+    meta: Dict[str, Any] = {}
+    if op_type == "update" and "_source" in data and not isinstance(data["_source"], Mapping):
+        meta["_source"] = data.pop("_source")
+    for key in _META:
+        if key in data:
+            meta[key[1:] if key in _UNDERSCORED else key] = data.pop(key)
+    if op_type == "delete":
+        return {op_type: meta}, None
+    return {op_type: meta}, data.get("_source", data)
+
+
+def _auth_from_header(value: str) -> Dict[str, str]:
+    scheme, _, cred = value.partition(" ")
+    scheme = scheme.lower()
+    if scheme == "basic":
+        user, _, pw = base64.b64decode(cred).decode("utf-8").partition(":")
+        return {"auth.username": user, "auth.password": pw}
+    if scheme == "apikey":
+        return {"auth.api_key": cred}
+    if scheme == "bearer":
+        return {"auth.bearer": cred}
+    return {}
+
+
+def client_conf(client: Any) -> Dict[str, str]:
+    """libesbulk configuration from an opensearch-py / elasticsearch-py client
+    (urls, credentials, TLS), or from a URL / list of URLs."""
+    if isinstance(client, (str, bytes)):
+        client = [client]
+    if isinstance(client, (list, tuple)):
+        return {"urls": ",".join(c.decode() if isinstance(c, bytes) else str(c)
+                                 for c in client)}
+    transport = getattr(client, "transport", None)
+    if transport is None:
+        raise TypeError("client must be an opensearch-py or elasticsearch-py client, a URL or a "
+                        "list of URLs, not %r" % (type(client).__name__,))
+    conf: Dict[str, str] = {}
+    urls: List[str] = []
+    headers: Dict[str, str] = {}
+    pool = getattr(transport, "connection_pool", None)
+    if pool is not None and hasattr(pool, "connections"):  # opensearch-py, elasticsearch-py < 8
+        for c in pool.connections:
+            urls.append(c.host + (getattr(c, "url_prefix", "") or ""))
+            auth = getattr(c, "http_auth", None)
+            if isinstance(auth, (tuple, list)) and len(auth) == 2:
+                conf["auth.username"], conf["auth.password"] = str(auth[0]), str(auth[1])
+            elif isinstance(auth, str) and ":" in auth:
+                u, _, p = auth.partition(":")
+                conf["auth.username"], conf["auth.password"] = u, p
+            for k, v in (getattr(c, "headers", None) or {}).items():
+                headers[k.lower()] = v
+        kw = getattr(transport, "kwargs", {}) or {}
+        if kw.get("verify_certs") is False:
+            conf["tls.insecure"] = "true"
+        for src, dst in (("ca_certs", "tls.ca.file"), ("client_cert", "tls.cert.file"),
+                         ("client_key", "tls.key.file")):
+            if kw.get(src):
+                conf[dst] = str(kw[src])
+    node_pool = getattr(transport, "node_pool", None)
+    if not urls and node_pool is not None:  # elasticsearch-py 8+ (elastic-transport)
+        for node in node_pool.all():
+            urls.append(str(node.base_url))
+            cfg = getattr(node, "config", None)
+            if cfg is not None and getattr(cfg, "verify_certs", True) is False:
+                conf["tls.insecure"] = "true"
+            if cfg is not None and getattr(cfg, "ca_certs", None):
+                conf["tls.ca.file"] = str(cfg.ca_certs)
+        for k, v in (getattr(client, "_headers", None) or {}).items():
+            headers[k.lower()] = v
+    if not urls:
+        raise TypeError("esbulk.helpers: cannot read the hosts of %r" % (client,))
+    if "authorization" in headers and "auth.username" not in conf:
+        conf.update(_auth_from_header(str(headers["authorization"])))
+    conf["urls"] = ",".join(urls)
+    return conf
+
+
+class _Chunk:
+    __slots__ = ("items", "results", "left")
+
+    def __init__(self, items: List[Tuple[str, Dict[str, Any], Any]]) -> None:
+        self.items = items
+        self.results: List[Optional[Result]] = [None] * len(items)
+        self.left = len(items)
+
+
+def _store(r: Result) -> None:
+    chunk, pos = r.context
+    chunk.results[pos] = r
+    chunk.left -= 1
+
+
+_OPTS = {"if_seq_no", "if_primary_term", "version", "version_type", "pipeline",
+         "retry_on_conflict", "require_alias"}
+
+
+def _to_args(op_type: str, meta: Mapping[str, Any], data: Any, default_index: Optional[str],
+             body: Optional[bytes]) -> Tuple[int, str, Any, Any, Optional[bytes], Dict[str, Any]]:
+    opc = _clib.OPS.get(op_type)
+    if opc is None:
+        raise ValueError("unknown _op_type %r" % (op_type,))
+    index = meta.get("_index", default_index)
+    if index is None:
+        raise ValueError("action without _index and no index= given: %r" % (meta,))
+    o = {k: meta[k] for k in _OPTS if meta.get(k) is not None}
+    if o:
+        for k in _OPTS:
+            o.setdefault(k, None)
+    return opc, index, meta.get("_id"), meta.get("routing"), body, o
+
+
+def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries: int,
+                 kwargs: Dict[str, Any]) -> Tuple[Indexer, Optional[str]]:
+    conf: Dict[str, Any] = dict(client_conf(client))
+    conf["flush.docs"] = max(1, min(int(chunk_size), 1000000))
+    conf["flush.bytes"] = max(1024, min(int(max_chunk_bytes), 1073741824))
+    if max_retries > 10:
+        conf["retry.max"] = min(int(max_retries), 1000)
+    index = kwargs.pop("index", None)
+    if kwargs.get("pipeline") is not None:
+        conf["bulk.pipeline"] = kwargs.pop("pipeline")
+    kwargs.pop("pipeline", None)
+    refresh = kwargs.pop("refresh", None)
+    if refresh is not None:
+        conf["bulk.refresh"] = ("true" if refresh is True else
+                                "false" if refresh is False else str(refresh))
+    for k in ("request_timeout", "timeout"):
+        t = kwargs.pop(k, None)
+        if t is not None:
+            if isinstance(t, str):  # "30s", "1m"
+                mult = {"ms": 0.001, "s": 1, "m": 60}
+                unit = t.rstrip("0123456789.")
+                t = float(t[:len(t) - len(unit)]) * mult.get(unit, 1)
+            conf["request.timeout.ms"] = max(1, int(float(t) * 1000))
+    conf.update(kwargs.pop("esbulk_conf", None) or {})
+    if kwargs:
+        raise TypeError("esbulk.helpers: unsupported argument(s) %s" % ", ".join(sorted(kwargs)))
+    return Indexer(on_result=_store, **conf), index
+
+
+def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,
+                     raise_on_exception: bool, ignore_status: Tuple[Any, ...]
+                     ) -> Tuple[bool, Dict[str, Any]]:
+    """(raised?, info) for a document that was not delivered at all."""
+    status = r.status if r.status else "N/A"
+    msg = "%s: %s" % (r.error_name, r.reason) if r.reason else r.error_name
+    exc = TransportError(msg, status, r.error)
+    if raise_on_exception and status not in ignore_status:
+        raise exc
+    info: Dict[str, Any] = {"error": msg, "status": status, "exception": exc}
+    if op_type != "delete":
+        info["data"] = data
+    info.update(meta)
+    return False, info
+
+
+def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: bool,
+                    ignore_status: Tuple[Any, ...]) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+    """What opensearch-py's _process_bulk_chunk yields (and raises) for a chunk."""
+    errors: List[Dict[str, Any]] = []
+    for (op_type, meta, data), r in zip(chunk.items, chunk.results):
+        assert r is not None
+        item_answer = r.ok or r.error == _clib.ERR_ITEM or (
+            r.status and r.error == -20)  # retries exhausted on an item status (429)
+        if not item_answer:
+            _, info = _request_failure(r, op_type, meta, data, raise_on_exception, ignore_status)
+            if raise_on_error and info["status"] not in ignore_status:
+                errors.append({op_type: info})
+            elif not errors:
+                yield False, {op_type: info}
+            continue
+        item = r.item()
+        status = item.get("status", 500)
+        ok = 200 <= status < 300
+        if not ok and raise_on_error and status not in ignore_status:
+            if op_type != "delete":
+                item["data"] = data
+            errors.append({op_type: item})
+        if ok or not errors:
+            yield ok, {op_type: item}
+    if errors:
+        raise BulkIndexError("%i document(s) failed to index." % len(errors), errors)
+
+
+def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
+                   max_chunk_bytes: int = 100 * 1024 * 1024, raise_on_error: bool = True,
+                   expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
+                   raise_on_exception: bool = True, max_retries: int = 0,
+                   initial_backoff: Union[int, float] = 2, max_backoff: Union[int, float] = 600,
+                   yield_ok: bool = True, ignore_status: Any = (), *args: Any,
+                   **kwargs: Any) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+    """As opensearch-py's streaming_bulk: yields (ok, {op_type: item}) per
+    action, in order. raise_on_error raises BulkIndexError with the failed
+    items of the first chunk that has some (each with its "data");
+    raise_on_exception raises esbulk.TransportError for a document that
+    could not be delivered. Item 429s are retried by the library whatever
+    max_retries (initial_backoff / max_backoff do not apply: libesbulk's
+    backoff with jitter does, retry.backoff.ms / retry.backoff.max.ms)."""
+    if args:
+        raise TypeError("esbulk.helpers.streaming_bulk: extra positional arguments %r" % (args,))
+    if not isinstance(ignore_status, (list, tuple)):
+        ignore_status = (ignore_status,)
+    ignore_status = tuple(ignore_status)
+    ix, default_index = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries,
+                                     dict(kwargs))
+    window = max(4, IN_FLIGHT_DOCS // max(1, chunk_size))
+    chunks: Deque[_Chunk] = collections.deque()
+    clean = False
+
+    def ready_heads() -> Iterator[Tuple[bool, Dict[str, Any]]]:
+        while chunks and chunks[0].left == 0:
+            c = chunks.popleft()
+            for ok, info in _chunk_outcomes(c, raise_on_error, raise_on_exception,
+                                            ignore_status):
+                if ok and not yield_ok:
+                    continue
+                yield ok, info
+
+    def submit(items: List[Tuple[str, Dict[str, Any], Any]], bodies: List[Optional[bytes]]
+               ) -> None:
+        c = _Chunk(items)
+        args_ = [_to_args(op, meta, data, default_index, b)
+                 for (op, meta, data), b in zip(items, bodies)]
+        chunks.append(c)
+        ix._add_prepared(args_, [(c, k) for k in range(len(items))])
+
+    try:
+        items: List[Tuple[str, Dict[str, Any], Any]] = []
+        bodies: List[Optional[bytes]] = []
+        size = 0
+        for a in actions:
+            action, data = expand_action_callback(a)
+            (op_type, meta), = action.items() if isinstance(action, Mapping) else \
+                json.loads(action).items()
+            body = None if op_type == "delete" or data is None else encode_body(data)
+            cur = 32 + len(meta.get("_index") or "") + len(str(meta.get("_id") or "")) + \
+                (len(body) + 1 if body is not None else 0)
+            if items and (size + cur > max_chunk_bytes or len(items) == chunk_size):
+                submit(items, bodies)
+                items, bodies, size = [], [], 0
+                while len(chunks) >= window:
+                    if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
+                        raise RuntimeError("esbulk: %d result(s) never came" %
+                                           sum(c.left for c in chunks))
+                    yield from ready_heads()
+                ix.poll(0)
+                yield from ready_heads()
+            items.append((op_type, meta, data))
+            bodies.append(body)
+            size += cur
+        if items:
+            submit(items, bodies)
+        while chunks:
+            left = ix.flush(0.2)
+            yield from ready_heads()
+            if chunks and left == 0 and chunks[0].left:
+                # never: every accepted document gets exactly one result
+                raise RuntimeError("esbulk: %d result(s) never came" %
+                                   sum(c.left for c in chunks))
+        clean = True
+    finally:
+        # Normal end: nothing is left. Stopped early (an exception, or the
+        # caller stopped iterating): what was handed over is still sent.
+        ix.close(None if clean else 30)
+
+
+def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
+         ignore_status: Any = (), *args: Any, **kwargs: Any) -> Tuple[int, Any]:
+    """As opensearch-py's bulk: (number of successes, list of errors) or, with
+    stats_only, (successes, failures). Raises BulkIndexError when
+    raise_on_error (the default) and a document failed. Takes every argument
+    of streaming_bulk."""
+    success, failed = 0, 0
+    errors: List[Any] = []
+    kwargs["yield_ok"] = True
+    for ok, item in streaming_bulk(client, actions, *args,  # type: ignore[misc]
+                                   ignore_status=ignore_status, **kwargs):
+        if not ok:
+            if not stats_only:
+                errors.append(item)
+            failed += 1
+        else:
+            success += 1
+    return success, failed if stats_only else errors
+
+
+def parallel_bulk(client: Any, actions: Iterable[Any], thread_count: int = 4,
+                  chunk_size: int = 500, max_chunk_bytes: int = 100 * 1024 * 1024,
+                  queue_size: int = 4,
+                  expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
+                  raise_on_exception: bool = True, raise_on_error: bool = True,
+                  ignore_status: Any = (), *args: Any,
+                  **kwargs: Any) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+    """As opensearch-py's parallel_bulk, without threads of its own: the
+    library sends max.inflight.per.node requests per node at once (set
+    ``esbulk_conf={"max.inflight.per.node": N}`` to change it), and, unlike
+    the peer's, retries item 429s. thread_count and queue_size are accepted
+    and unused."""
+    if args:
+        raise TypeError("esbulk.helpers.parallel_bulk: extra positional arguments %r" % (args,))
+    return streaming_bulk(client, actions, chunk_size=chunk_size,
+                          max_chunk_bytes=max_chunk_bytes, raise_on_error=raise_on_error,
+                          expand_action_callback=expand_action_callback,
+                          raise_on_exception=raise_on_exception, ignore_status=ignore_status,
+                          **kwargs)

@@ -1,0 +1,214 @@
+"""esbulk.helpers against the real cluster, and side by side with opensearch-py's."""
+import copy
+import json
+import time
+
+import pytest
+from opensearchpy import OpenSearch
+from opensearchpy import helpers as peer
+
+import esbulk
+from esbulk import helpers
+from conftest import count
+
+N = 100000
+
+
+@pytest.fixture(scope="module")
+def client(url=None):
+    from conftest import URL
+    return OpenSearch([URL], timeout=120)
+
+
+def actions(index, n, bad=()):
+    for i in range(n):
+        yield {"_index": index, "_id": str(i), "n": "bad" if i in bad else i}
+
+
+@pytest.mark.parametrize("helper", ["bulk", "streaming_bulk", "parallel_bulk"])
+def test_100k_documents_through_each_helper(client, make_index, helper):
+    index = make_index()
+    t0 = time.monotonic()
+    if helper == "bulk":
+        ok, errors = helpers.bulk(client, actions(index, N))
+        assert (ok, errors) == (N, [])
+    else:
+        fn = getattr(helpers, helper)
+        ids = []
+        for ok, item in fn(client, actions(index, N), chunk_size=1000):
+            assert ok, item
+            (op, it), = item.items()
+            assert op == "index" and it["status"] == 201 and it["result"] == "created"
+            ids.append(it["_id"])
+        # every action exactly one result, in the order of the actions
+        assert ids == [str(i) for i in range(N)]
+    print("100k through helpers.%s in %.1f s" % (helper, time.monotonic() - t0))
+    assert count(index) == N
+
+
+def test_client_may_be_a_url_or_a_list(url, make_index):
+    index = make_index()
+    assert helpers.bulk(url, actions(index, 100)) == (100, [])
+    assert helpers.bulk([url], actions(index, 100), index=index, stats_only=True) == (100, 0)
+    assert count(index) == 100
+
+
+def test_client_conf_reads_hosts_and_credentials():
+    c = OpenSearch(["https://u:p%40ss@es1.example:9201/prefix", "http://es2.example:9200"],
+                   verify_certs=False, ssl_show_warn=False)
+    conf = helpers.client_conf(c)
+    # (opensearch-py shuffles its connections: the order is not the given one)
+    assert sorted(conf["urls"].split(",")) == ["http://es2.example:9200",
+                                               "https://es1.example:9201/prefix"]
+    assert conf["auth.username"] == "u" and conf["auth.password"] == "p@ss"
+    assert conf["tls.insecure"] == "true"
+    c = OpenSearch(["http://es1.example:9200"], http_auth=("admin", "secret"))
+    conf = helpers.client_conf(c)
+    assert (conf["auth.username"], conf["auth.password"]) == ("admin", "secret")
+
+
+def test_action_forms(client, make_index):
+    """_source, the other keys as the body, _op_type create/update/delete,
+    _routing, _version/_version_type, _if_seq_no/_if_primary_term."""
+    index = make_index()
+    acts = [
+        {"_index": index, "_id": "a", "_source": {"n": 1}},
+        {"_index": index, "_id": "b", "n": 2},
+        {"_index": index, "_id": "c", "_op_type": "create", "n": 3},
+        {"_index": index, "_id": "r", "_routing": "x", "n": 4},
+        {"_index": index, "_id": "v", "_version": 10, "_version_type": "external", "n": 5},
+    ]
+    assert helpers.bulk(client, acts) == (5, [])
+    acts2 = [
+        {"_index": index, "_id": "a", "_op_type": "update", "doc": {"n": 11}},
+        {"_index": index, "_id": "b", "_op_type": "delete"},
+        {"_index": index, "_id": "v", "_version": 9, "_version_type": "external", "n": 6},
+        {"_index": index, "_id": "c", "_if_seq_no": 999, "_if_primary_term": 1, "n": 7},
+        {"_index": index, "_id": "a", "_op_type": "update", "retry_on_conflict": 2,
+         "doc": {"m": 1}},
+    ]
+    ok, errors = helpers.bulk(client, acts2, raise_on_error=False)
+    assert ok == 3
+    assert [(e["index"]["_id"], e["index"]["status"], e["index"]["error"]["type"])
+            for e in errors] == [("v", 409, "version_conflict_engine_exception"),
+                                 ("c", 409, "version_conflict_engine_exception")]
+    assert client.get(index=index, id="a")["_source"] == {"n": 11, "m": 1}
+    assert client.get(index=index, id="r", routing="x")["_routing"] == "x"
+    assert client.get(index=index, id="v")["_version"] == 10
+    assert not client.exists(index=index, id="b")
+
+
+# ---------------------------------------------------------------------------
+# The same test body against opensearch-py's helpers and ours: same outcomes.
+
+def _norm(obj, index):
+    """Outcomes with the index name and per-run fields (seq_no, ...) taken out."""
+    s = json.dumps(obj, sort_keys=True, default=lambda o: "<%s>" % type(o).__name__)
+    obj = json.loads(s.replace(index, "INDEX"))
+
+    def strip(o):
+        if isinstance(o, dict) and "type" in o and "reason" in o:
+            # a server error: libesbulk keeps its type, reason and root cause,
+            # not the index_uuid / shard some errors carry
+            return {k: strip(v) for k, v in o.items() if k in ("type", "reason", "caused_by")}
+        if isinstance(o, dict):
+            return {k: strip(v) for k, v in o.items()
+                    if k not in ("_seq_no", "_primary_term", "_shards", "_version",
+                                 "forced_refresh")}
+        if isinstance(o, list):
+            return [strip(v) for v in o]
+        return o
+    return strip(obj)
+
+
+BAD = (7, 1234, 1240, 2999)
+
+
+def scenario_bulk_no_raise(h, client, index):
+    return h.bulk(client, actions(index, 3000, BAD), raise_on_error=False)
+
+
+def scenario_bulk_stats_only(h, client, index):
+    return h.bulk(client, actions(index, 3000, BAD), raise_on_error=False, stats_only=True)
+
+
+def scenario_bulk_raises(h, client, index):
+    try:
+        h.bulk(client, actions(index, 3000, BAD))
+    except h.BulkIndexError as e:
+        return ["raised", type(e).__name__, str(e), e.errors]
+    return ["no exception"]
+
+
+def scenario_streaming_raises(h, client, index):
+    seen = []
+    try:
+        for ok, item in h.streaming_bulk(client, actions(index, 3000, (600, 610, 2500)),
+                                         chunk_size=500):
+            seen.append((ok, item))
+    except h.BulkIndexError as e:
+        return [seen, "raised", len(e.errors), e.errors]
+    return [seen, "no exception"]
+
+
+def scenario_streaming_no_raise(h, client, index):
+    return list(h.streaming_bulk(client, actions(index, 2000, BAD), chunk_size=300,
+                                 raise_on_error=False, yield_ok=False))
+
+
+def scenario_ignore_status(h, client, index):
+    return list(h.streaming_bulk(client, actions(index, 1000, (3, 900)), ignore_status=400))
+
+
+def scenario_update_missing(h, client, index):
+    acts = [{"_op_type": "update", "_index": index, "_id": "missing", "doc": {"n": 1}},
+            {"_op_type": "delete", "_index": index, "_id": "missing-too"},
+            {"_op_type": "create", "_index": index, "_id": "x", "n": 1},
+            {"_op_type": "create", "_index": index, "_id": "x", "n": 2}]
+    try:
+        return ["ok", h.bulk(client, acts, raise_on_error=False),
+                h.bulk(client, acts)]
+    except h.BulkIndexError as e:
+        return ["raised", e.errors]
+
+
+SCENARIOS = [scenario_bulk_no_raise, scenario_bulk_stats_only, scenario_bulk_raises,
+             scenario_streaming_raises, scenario_streaming_no_raise, scenario_ignore_status,
+             scenario_update_missing]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__[9:] for s in SCENARIOS])
+def test_same_outcomes_as_opensearch_py(client, make_index, scenario):
+    out = {}
+    counts = {}
+    for name, h in (("peer", peer), ("esbulk", helpers)):
+        index = make_index(name)
+        out[name] = _norm(scenario(h, client, index), index)
+        counts[name] = count(index)
+    assert out["esbulk"] == out["peer"]
+    if scenario in (scenario_streaming_raises, scenario_bulk_raises):
+        # after a raise, the chunks esbulk had already handed to the library
+        # are still sent: the peer's indexed documents plus some
+        assert counts["esbulk"] >= counts["peer"]
+    else:
+        assert counts["esbulk"] == counts["peer"]
+
+
+def test_bulk_index_error_is_the_peers_class():
+    assert issubclass(helpers.BulkIndexError, peer.BulkIndexError)
+    e = helpers.BulkIndexError("1 document(s) failed to index.", [{"index": {}}])
+    assert e.errors == [{"index": {}}]
+
+
+def test_undeliverable_documents_raise_or_are_reported():
+    acts = [{"_index": "nowhere", "_id": str(i), "n": i} for i in range(3)]
+    conf = {"connect.timeout.ms": 100, "retry.max": 0}
+    with pytest.raises(esbulk.TransportError):
+        helpers.bulk("http://127.0.0.1:1", acts, esbulk_conf=conf)
+    ok, errors = helpers.bulk("http://127.0.0.1:1", acts, raise_on_exception=False,
+                              raise_on_error=False, esbulk_conf=conf)
+    assert ok == 0 and len(errors) == 3
+    info = errors[0]["index"]
+    assert info["_id"] == "0" and info["data"] == {"n": 0} and "exception" in info
+    with pytest.raises(TypeError):
+        helpers.bulk("http://127.0.0.1:1", acts, no_such_argument=1)

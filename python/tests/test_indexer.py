@@ -1,0 +1,272 @@
+"""esbulk.Indexer against the real cluster."""
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import esbulk
+from conftest import count, http
+
+N = 100000
+
+
+def test_100k_documents_each_exactly_one_result(url, make_index):
+    index = make_index()
+    seen = collections.Counter()
+    failed = []
+
+    def on_result(r):
+        seen[r.context] += 1
+        if not r.ok:
+            failed.append(r)
+
+    t0 = time.monotonic()
+    with esbulk.Indexer(url, on_result=on_result, flush_docs=2000) as ix:
+        for start in range(0, N, 1000):
+            ids = [str(i) for i in range(start, start + 1000)]
+            added = ix.add_many(index, [{"n": i, "s": "doc %d" % i}
+                                        for i in range(start, start + 1000)],
+                                ids=ids, contexts=range(start, start + 1000))
+            assert added == 1000
+            ix.poll(0)
+        assert ix.flush() == 0
+        assert len(ix) == 0
+        assert not ix._tokens  # per-document Python state is held only until its result
+        st = ix.stats()
+    print("100k through Indexer in %.1f s" % (time.monotonic() - t0))
+    assert not failed, failed[:3]
+    assert len(seen) == N and set(seen.values()) == {1}
+    assert set(seen) == set(range(N))
+    assert st["indexed"] == N and st["pending"] == 0
+    assert count(index) == N
+
+
+def test_add_from_several_threads_while_one_polls(url, make_index):
+    import threading
+    index = make_index()
+    seen = collections.Counter()
+    errors = []
+
+    def producer(t):
+        try:
+            for start in range(0, 5000, 250):
+                ids = ["%d-%d" % (t, i) for i in range(start, start + 250)]
+                ix.add_many(index, [{"n": i} for i in range(start, start + 250)], ids=ids,
+                            contexts=ids)
+                ix.add(index, {"n": start}, id="single-%d-%d" % (t, start),
+                       context="single-%d-%d" % (t, start))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    with esbulk.Indexer(url, on_result=lambda r: seen.update([r.context])) as ix:
+        threads = [threading.Thread(target=producer, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        while any(th.is_alive() for th in threads):
+            ix.poll(0.05)
+        for th in threads:
+            th.join()
+        assert ix.flush() == 0
+    assert not errors
+    assert len(seen) == 4 * (5000 + 20) and set(seen.values()) == {1}
+    assert count(index) == 4 * (5000 + 20)
+
+
+def test_mapping_errors_per_document_with_the_servers_reason(url, make_index):
+    index = make_index()
+    results = {}
+    with esbulk.Indexer(url, on_result=lambda r: results.setdefault(r.id, []).append(r)) as ix:
+        for i in range(200):
+            ix.add(index, {"n": "not a number" if i % 50 == 7 else i}, id="d%d" % i)
+        # str and bytes bodies are sent as they are
+        ix.add(index, '{"n": 1000}', id="as-str")
+        ix.add(index, b'{"n": 1001}', id="as-bytes")
+        assert ix.flush() == 0
+    assert len(results) == 202 and all(len(v) == 1 for v in results.values())
+    bad = {k: v[0] for k, v in results.items() if not v[0].ok}
+    assert sorted(bad) == ["d107", "d157", "d57", "d7"]
+    for k, r in bad.items():
+        assert r.outcome == "failed" and r.status == 400
+        assert r.error_type == "mapper_parsing_exception"
+        assert "failed to parse field [n]" in r.reason and k in r.reason
+        assert r.item()["error"]["caused_by"]["type"] == "number_format_exception"
+    assert results["as-str"][0].ok and results["as-bytes"][0].ok
+    assert count(index) == 198
+
+
+def test_exception_in_callback_surfaces_from_poll_and_no_result_is_lost(url, make_index):
+    index = make_index()
+    calls = []
+
+    class Boom(Exception):
+        pass
+
+    def on_result(r):
+        calls.append(r.id)
+        if len(calls) == 5:
+            raise Boom("from the callback")
+
+    ix = esbulk.Indexer(url, on_result=on_result, flush_interval_ms=10)
+    ix.add_many(index, [{"n": i} for i in range(100)], ids=[str(i) for i in range(100)])
+    with pytest.raises(Boom):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ix.poll(0.1)
+    assert len(calls) == 5
+    # the rest are served by the next calls, each exactly once
+    assert ix.flush(30) == 0
+    ix.close()
+    assert sorted(calls, key=int) == [str(i) for i in range(100)]
+
+
+def test_exception_in_callback_surfaces_from_flush(url, make_index):
+    index = make_index()
+    ix = esbulk.Indexer(url, on_result=lambda r: 1 / 0)
+    ix.add(index, {"n": 1}, id="1")
+    with pytest.raises(ZeroDivisionError):
+        ix.flush(30)
+    assert ix.flush(30) == 0
+    ix.close()
+
+
+def test_queue_full_raises_buffer_error_then_block_waits(url, make_index):
+    index = make_index()
+    got = []
+    ix = esbulk.Indexer(url, on_result=got.append, buffer_max_docs=10)
+    for i in range(10):
+        ix.add(index, {"n": i}, id=str(i))
+    with pytest.raises(BufferError) as e:
+        ix.add(index, {"n": 10}, id="10")
+    assert isinstance(e.value, esbulk.QueueFullError)
+    with pytest.raises(BufferError) as e:
+        ix.add_many(index, [{"n": 11}], ids=["11"])
+    assert e.value.accepted == 0
+    assert ix.flush(30) == 0
+    ix.add(index, {"n": 10}, id="10")  # room again
+    ix.close()
+    assert sorted(int(r.id) for r in got) == list(range(11))
+
+    got.clear()
+    with esbulk.Indexer(url, on_result=got.append, buffer_max_docs=10, block=True) as ix:
+        ix.add_many(index, [{"n": i} for i in range(100, 400)],
+                    ids=[str(i) for i in range(100, 400)])
+        for i in range(400, 450):
+            ix.add(index, {"n": i}, id=str(i))
+    assert sorted(int(r.id) for r in got) == list(range(100, 450))
+    assert all(r.ok for r in got)
+
+
+def test_context_manager_closes_and_serves_everything(url, make_index):
+    index = make_index()
+    got = []
+    with esbulk.Indexer(url, on_result=got.append, flush_interval_ms=60000) as ix:
+        ix.add_many(index, ['{"n":%d}' % i for i in range(300)])
+        assert len(ix) == 300
+    assert len(got) == 300 and all(r.ok for r in got)
+    assert len({r.id for r in got}) == 300  # generated ids, all distinct
+    with pytest.raises(esbulk.EsbulkError):
+        ix.add(index, {"n": 1})
+    assert ix.close() == 0  # closing twice is a no-op
+    assert count(index) == 300
+
+
+def test_close_gives_undelivered_documents_their_result(make_index):
+    got = []
+    ix = esbulk.Indexer("http://127.0.0.1:1", on_result=got.append, connect_timeout_ms=100,
+                        retry_max=1000, delivery_timeout_ms=0)  # it cannot end by itself
+    ix.add("nowhere", {"n": 1}, id="1")
+    assert ix.close(timeout=0.3) == 1
+    assert len(got) == 1 and not got[0].ok and got[0].outcome in ("failed", "possibly")
+
+
+def test_per_document_options(url, make_index):
+    index = make_index()
+    res = {}
+
+    def keep(r):
+        res[r.context] = r
+
+    with esbulk.Indexer(url, on_result=keep) as ix:
+        ix.add(index, {"n": 1}, id="v", version=5, version_type="external", context="v5")
+        assert ix.flush(30) == 0
+        ix.add(index, {"n": 2}, id="v", version=3, version_type="external", context="v3")
+        ix.add(index, {"n": 3}, id="r", routing="user-7", context="routed")
+        ix.add(index, {"n": 4}, id="c", op="create", context="create1")
+        assert ix.flush(30) == 0
+        ix.add(index, {"n": 5}, id="c", op="create", context="create2")
+        ix.add(index, {"doc": {"n": 6}}, id="c", op="update", retry_on_conflict=3,
+               context="update")
+        ix.add(index, {"n": 7}, id="v", version=9, version_type="external_gte", context="v9")
+        seq = res["create1"].seq_no
+        ix.add(index, {"n": 8}, id="c", if_seq_no=seq + 100,
+               if_primary_term=res["create1"].primary_term, context="stale_seq")
+        ix.add({"_index": index, "_id": "a", "_version": 2, "_version_type": "external",
+                "n": 9}, context="action")
+        assert ix.flush(30) == 0
+        ix.add(index, id="r", routing="user-7", op="delete", context="delete")
+        with pytest.raises(ValueError):
+            ix.add(index, {"n": 1}, id="x", version_type="external")  # no version
+    assert res["v5"].ok and res["v5"].version == 5
+    assert res["v3"].status == 409 and res["v3"].error_type == \
+        "version_conflict_engine_exception"
+    assert not res["v3"].ok
+    assert res["create1"].ok and res["create2"].status == 409
+    assert res["update"].ok and res["update"].result == "updated"
+    assert res["v9"].ok and res["v9"].version == 9
+    assert res["stale_seq"].status == 409
+    assert res["action"].ok and res["action"].version == 2
+    assert res["delete"].ok and res["delete"].result == "deleted"
+    st, body = http("GET", "/%s/_doc/v" % index)
+    assert body["_source"] == {"n": 7} and body["_version"] == 9
+
+
+def test_ctrl_c_interrupts_flush_and_a_later_flush_completes():
+    got = []
+    # a dead host: the flush cannot finish; Ctrl-C must stop it promptly
+    ix = esbulk.Indexer("http://127.0.0.1:1", on_result=got.append, connect_timeout_ms=100,
+                        delivery_timeout_ms=0, retry_max=1000, retry_backoff_ms=50)
+    ix.add("nowhere", {"n": 1}, id="1")
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGINT))
+        t0 = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            ix.flush()
+        took = time.monotonic() - t0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    assert 0.4 < took < 2.0, took  # 0.5 s, plus at most one 0.2 s slice (and a loaded CI)
+    assert got == []
+    assert ix.flush(0.3) == 1   # a later flush runs normally (here: times out)
+    assert ix.close(timeout=0) == 1
+    assert len(got) == 1 and not got[0].ok and got[0].error_name
+
+
+def test_conf_errors_name_the_key(url):
+    with pytest.raises(esbulk.ConfigError) as e:
+        esbulk.Indexer(url, no_such_key=1)
+    assert "no.such.key" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        esbulk.Indexer(url, **{"flush.docs": 0})
+    assert "flush.docs" in str(e.value)
+    ix = esbulk.Indexer(url, result_keep_body=True, retry_on_cluster_block=False)
+    ix.close()
+
+
+def test_library_not_found_error_names_what_was_tried(tmp_path):
+    env = dict(os.environ, ESBULK_LIBRARY=str(tmp_path / "nope" / "libesbulk.so"))
+    p = subprocess.run([sys.executable, "-c", "import esbulk; print(esbulk.library_path())"],
+                       env=env, capture_output=True, text=True, cwd=str(tmp_path))
+    if p.returncode == 0:  # a copy in the package or the system's was found instead
+        assert "nope" not in p.stdout
+    else:
+        assert "ImportError" in p.stderr
+        assert str(tmp_path / "nope" / "libesbulk.so") in p.stderr
+        assert "find_library" in p.stderr
