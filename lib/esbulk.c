@@ -384,67 +384,89 @@ nomem:
     return ESBULK_ERR_NOMEM;
 }
 
-/* Queues d, waiting for space as enqueue.timeout.ms allows. */
-static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, size_t errstr_size)
+/* Queues docs[0..n) in order under one lock, each waiting for space as
+ * enqueue.timeout.ms allows. *done gets how many were queued (those are
+ * the caller's no more); on an error docs[*done..n) are still the
+ * caller's. */
+static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n,
+                                  size_t *done, char *errstr, size_t errstr_size)
 {
     size_t max_bytes = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_BYTES);
     size_t max_docs = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_DOCS);
     int64_t wait_ms = esbulk__conf_int(eb->conf, ESBULK__C_ENQUEUE_TIMEOUT_MS);
+    int64_t dt = esbulk__conf_int(eb->conf, ESBULK__C_DELIVERY_TIMEOUT_MS);
+    esbulk_err_t err = ESBULK_OK;
     struct timespec until;
     int was_empty;
+    size_t i;
 
+    *done = 0;
     pthread_mutex_lock(&eb->lock);
     /* inside a callback only this thread could free space: never wait */
     if (caller_self(eb) != NULL)
         wait_ms = 0;
-    if (wait_ms > 0)
-        deadline_from_now(&until, wait_ms);
-    for (;;) {
-        if (eb->closing || eb->closed) {
-            pthread_mutex_unlock(&eb->lock);
-            esbulk__errstr(errstr, errstr_size, "the handle is closing");
-            return ESBULK_ERR_CLOSED;
-        }
-        /* one document always fits in an empty buffer */
-        if ((eb->buffered_docs == 0 || eb->buffered_bytes + d->body_bytes <= max_bytes) &&
-            eb->buffered_docs + 1 <= max_docs)
-            break;
-        /* full: what is buffered goes now rather than at flush.docs or
-         * flush.interval.ms (the I/O thread sees the buffer full) */
-        if (!eb->buffer_full) {
-            eb->buffer_full = 1;
-            esbulk__io_wakeup(eb);
-        }
-        if (wait_ms == 0 ||
-            (wait_ms > 0 && pthread_cond_timedwait(&eb->cond_space, &eb->lock, &until) == ETIMEDOUT)) {
-            pthread_mutex_unlock(&eb->lock);
-            esbulk__errstr(errstr, errstr_size, "queue full: %zu documents, %zu bytes buffered "
-                           "(buffer.max.docs %zu, buffer.max.bytes %zu)", eb->buffered_docs,
-                           eb->buffered_bytes, max_docs, max_bytes);
-            return ESBULK_ERR_QUEUE_FULL;
-        }
-        if (wait_ms < 0)
-            pthread_cond_wait(&eb->cond_space, &eb->lock);
-    }
-    d->seq = eb->next_seq++;
-    d->added_ms = esbulk__now_ms();
-    {
-        int64_t dt = esbulk__conf_int(eb->conf, ESBULK__C_DELIVERY_TIMEOUT_MS);
-        d->deadline_ms = dt > 0 ? d->added_ms + dt : 0;
-    }
-    d->live_prev = eb->live_tail;
-    d->live_next = NULL;
-    if (eb->live_tail) eb->live_tail->live_next = d; else eb->live_head = d;
-    eb->live_tail = d;
-    eb->buffered_bytes += d->body_bytes;
-    eb->buffered_docs++;
-    eb->stats.added++;
     was_empty = eb->incoming.head == NULL;
-    esbulk__queue_push(&eb->incoming, d);
+    for (i = 0; i < n && err == ESBULK_OK; i++) {
+        esbulk__doc_t *d = docs[i];
+        int waiting = 0;
+
+        for (;;) {
+            if (eb->closing || eb->closed) {
+                esbulk__errstr(errstr, errstr_size, "the handle is closing");
+                err = ESBULK_ERR_CLOSED;
+                break;
+            }
+            /* one document always fits in an empty buffer */
+            if ((eb->buffered_docs == 0 || eb->buffered_bytes + d->body_bytes <= max_bytes) &&
+                eb->buffered_docs + 1 <= max_docs)
+                break;
+            /* full: what is buffered goes now rather than at flush.docs or
+             * flush.interval.ms (the I/O thread sees the buffer full), this
+             * call's documents so far included */
+            if (!eb->buffer_full || i > 0) {
+                eb->buffer_full = 1;
+                esbulk__io_wakeup(eb);
+            }
+            if (wait_ms > 0 && !waiting)
+                deadline_from_now(&until, wait_ms);
+            waiting = 1;
+            if (wait_ms == 0 || (wait_ms > 0 && pthread_cond_timedwait(&eb->cond_space, &eb->lock,
+                                                                      &until) == ETIMEDOUT)) {
+                esbulk__errstr(errstr, errstr_size, "queue full: %zu documents, %zu bytes "
+                               "buffered (buffer.max.docs %zu, buffer.max.bytes %zu)",
+                               eb->buffered_docs, eb->buffered_bytes, max_docs, max_bytes);
+                err = ESBULK_ERR_QUEUE_FULL;
+                break;
+            }
+            if (wait_ms < 0)
+                pthread_cond_wait(&eb->cond_space, &eb->lock);
+        }
+        if (err != ESBULK_OK)
+            break;
+        d->seq = eb->next_seq++;
+        d->added_ms = esbulk__now_ms();
+        d->deadline_ms = dt > 0 ? d->added_ms + dt : 0;
+        d->live_prev = eb->live_tail;
+        d->live_next = NULL;
+        if (eb->live_tail) eb->live_tail->live_next = d; else eb->live_head = d;
+        eb->live_tail = d;
+        eb->buffered_bytes += d->body_bytes;
+        eb->buffered_docs++;
+        eb->stats.added++;
+        esbulk__queue_push(&eb->incoming, d);
+        (*done)++;
+    }
     pthread_mutex_unlock(&eb->lock);
-    if (was_empty)
+    if (was_empty && *done > 0)
         esbulk__io_wakeup(eb);
-    return ESBULK_OK;
+    return err;
+}
+
+static esbulk_err_t doc_enqueue(esbulk_t *eb, esbulk__doc_t *d, char *errstr, size_t errstr_size)
+{
+    size_t done;
+
+    return doc_enqueue_n(eb, &d, 1, &done, errstr, errstr_size);
 }
 
 esbulk_err_t esbulk_add_opts(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
@@ -477,6 +499,9 @@ esbulk_err_t esbulk_add(esbulk_t *eb, esbulk_op_t op, const char *index, const c
                            doc_opaque, errstr, errstr_size);
 }
 
+/* Documents a batch call builds before it queues them under one lock. */
+#define ADD_CHUNK 64
+
 esbulk_err_t esbulk_add_batch_opts(esbulk_t *eb, size_t count, const int32_t *ops,
                                    const char *const *indices, const char *const *ids,
                                    const size_t *id_lens, const char *const *routings,
@@ -485,7 +510,9 @@ esbulk_err_t esbulk_add_batch_opts(esbulk_t *eb, size_t count, const int32_t *op
                                    void *const *opaques, size_t *accepted, char *errstr,
                                    size_t errstr_size)
 {
-    size_t i;
+    esbulk__doc_t *chunk[ADD_CHUNK];
+    size_t i = 0, n, k, done, total = 0;
+    esbulk_err_t err = ESBULK_OK, build_err;
 
     if (accepted != NULL)
         *accepted = 0;
@@ -495,21 +522,35 @@ esbulk_err_t esbulk_add_batch_opts(esbulk_t *eb, size_t count, const int32_t *op
         esbulk__errstr(errstr, errstr_size, "invalid argument (missing array)");
         return ESBULK_ERR_INVALID_ARG;
     }
-    for (i = 0; i < count; i++) {
-        esbulk_err_t err = esbulk_add_opts(eb, (esbulk_op_t)ops[i], indices[i],
-                                           ids ? ids[i] : NULL, ids && ids[i] ? id_lens[i] : 0,
-                                           routings ? routings[i] : NULL,
-                                           routings && routings[i] ? routing_lens[i] : 0,
-                                           bodies ? bodies[i] : NULL,
-                                           bodies && bodies[i] ? body_lens[i] : 0,
-                                           opts ? opts[i] : NULL, opaques ? opaques[i] : NULL,
-                                           errstr, errstr_size);
-        if (err != ESBULK_OK)
-            return err;
-        if (accepted != NULL)
-            (*accepted)++;
+    while (i < count && err == ESBULK_OK) {
+        /* build up to ADD_CHUNK documents without the lock, then queue them
+         * at once: one lock and one wake-up per chunk, not per document */
+        build_err = ESBULK_OK;
+        for (n = 0; n < ADD_CHUNK && i + n < count; n++) {
+            size_t j = i + n;
+
+            build_err = doc_build(eb, (esbulk_op_t)ops[j], indices[j], ids ? ids[j] : NULL,
+                                  ids && ids[j] ? id_lens[j] : 0, routings ? routings[j] : NULL,
+                                  routings && routings[j] ? routing_lens[j] : 0,
+                                  bodies ? bodies[j] : NULL, bodies && bodies[j] ? body_lens[j] : 0,
+                                  opts ? opts[j] : NULL, opaques ? opaques[j] : NULL, &chunk[n],
+                                  errstr, errstr_size);
+            if (build_err != ESBULK_OK)
+                break;
+        }
+        err = n > 0 ? doc_enqueue_n(eb, chunk, n, &done, errstr, errstr_size) : ESBULK_OK;
+        if (n == 0)
+            done = 0;
+        for (k = done; k < n; k++)
+            esbulk__doc_free(chunk[k]);
+        total += done;
+        i += n;
+        if (err == ESBULK_OK)
+            err = build_err;
     }
-    return ESBULK_OK;
+    if (accepted != NULL)
+        *accepted = total;
+    return err;
 }
 
 esbulk_err_t esbulk_add_batch(esbulk_t *eb, size_t count, const int32_t *ops,

@@ -400,6 +400,45 @@ START_TEST(test_full_buffer_sends_now)
 }
 END_TEST
 
+/* The batch call queues in chunks under one lock: it still stops at the
+ * first document that fails, with *accepted counting what went in. */
+START_TEST(test_add_batch_stops_at_first_failure)
+{
+    enum { N = 150 };
+    static const char *bodies[N], *indices[N];
+    static size_t lens[N];
+    static int32_t ops[N];
+    static void *opq[N];
+    esbulk_t *eb = dead_handle_b("100", "0", "100", "100000");
+    char errstr[256];
+    size_t accepted = 7, i;
+
+    for (i = 0; i < N; i++) {
+        ops[i] = ESBULK_OP_INDEX;
+        indices[i] = "idx";
+        bodies[i] = i == 70 ? "not json" : "{\"a\":1}";
+        lens[i] = strlen(bodies[i]);
+        opq[i] = (void *)(intptr_t)i;
+    }
+    /* a bad body at 70: 70 accepted, its error returned */
+    ck_assert_int_eq(esbulk_add_batch(eb, N, ops, indices, NULL, NULL, NULL, NULL, bodies, lens,
+                                      opq, &accepted, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_JSON);
+    ck_assert_uint_eq(accepted, 70);
+    ck_assert_int_eq(esbulk_pending(eb), 70);
+    /* the buffer holds 100: 30 more fit, then queue full */
+    ck_assert_int_eq(esbulk_add_batch(eb, 60, ops + 80, indices, NULL, NULL, NULL, NULL,
+                                      bodies + 80, lens + 80, opq + 80, &accepted, errstr,
+                                      sizeof(errstr)),
+                     ESBULK_ERR_QUEUE_FULL);
+    ck_assert_uint_eq(accepted, 30);
+    ck_assert_int_eq(esbulk_pending(eb), 100);
+    ck_assert_int_eq(esbulk_close(eb, 0), ESBULK_ERR_TIMED_OUT);
+    ck_assert_int_eq(results_seen, 100); /* each accepted one got its result, no other */
+    esbulk_destroy(eb);
+}
+END_TEST
+
 START_TEST(test_queue_full_after_timeout)
 {
     esbulk_t *eb = dead_handle("5", "300", "0");
@@ -534,6 +573,7 @@ int main(void)
     tcase_add_test(handle, test_queue_full_at_once);
     tcase_add_test(handle, test_queue_full_after_timeout);
     tcase_add_test(handle, test_full_buffer_sends_now);
+    tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);
     tcase_add_test(handle, test_retries_exhausted);
     tcase_add_test(handle, test_result_fields_on_exhaustion);
