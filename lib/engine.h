@@ -38,7 +38,8 @@ struct esbulk_s {
     size_t buffered_bytes;          /* body bytes of documents without outcome */
     size_t buffered_docs;           /* documents not yet served */
     int flushers;                   /* esbulk_flush/close calls in progress */
-    int buffer_full;                /* an add found no space: send what is buffered now */
+    int buffer_full;                /* an add found no space, and none was freed since:
+                                     * the I/O thread sends whatever it holds */
     int closing;                    /* esbulk_close: stop accepting, drain */
     int abort_all;                  /* close timed out: fail whatever is left */
     int terminate;                  /* the I/O thread should exit */

@@ -650,6 +650,8 @@ static int32_t serve(esbulk_t *eb)
      * callbacks run, so that a callback can re-queue without waiting */
     eb->buffered_docs -= q.count;
     if (q.count > 0)
+        eb->buffer_full = 0; /* room again: an add that still finds none says so */
+    if (q.count > 0)
         pthread_cond_broadcast(&eb->cond_space);
     pthread_mutex_unlock(&eb->lock);
     if (q.head == NULL)
@@ -995,6 +997,8 @@ esbulk_err_t esbulk_results_release(esbulk_t *eb)
     memset(&eb->pull_held, 0, sizeof(eb->pull_held));
     /* released documents stop counting against buffer.max.docs */
     eb->buffered_docs -= q.count;
+    if (q.count > 0)
+        eb->buffer_full = 0; /* room again: an add that still finds none says so */
     if (q.count > 0)
         pthread_cond_broadcast(&eb->cond_space);
     pthread_mutex_unlock(&eb->lock);

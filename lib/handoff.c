@@ -12,8 +12,8 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
 {
     pthread_mutex_lock(&eb->lock);
     esbulk__queue_append(incoming, &eb->incoming);
+    /* an add found no space and none was freed since: send everything */
     flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full;
-    eb->buffer_full = 0; /* seen; the next add that finds no space sets it again */
     flags->terminate = eb->terminate;
     flags->abort_all = eb->abort_all;
     pthread_mutex_unlock(&eb->lock);
@@ -39,6 +39,8 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     }
     pthread_mutex_lock(&eb->lock);
     eb->buffered_bytes -= freed_bytes;
+    if (freed_bytes > 0)
+        eb->buffer_full = 0; /* room again: an add that still finds none says so */
     eb->stats.retried += n->retried;
     eb->stats.item_429 += n->item_429;
     eb->stats.unrouted += n->unrouted;
@@ -62,6 +64,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
             if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
             if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
             eb->buffered_docs--;
+            eb->buffer_full = 0;
             esbulk__queue_push(&drop, d);
             continue;
         }

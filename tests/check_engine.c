@@ -4,7 +4,10 @@
 #include "engine.h"
 #include "ndjson.h"
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +405,55 @@ END_TEST
 
 /* The batch call queues in chunks under one lock: it still stops at the
  * first document that fails, with *accepted counting what went in. */
+/* The same when the documents first wait for their index's layout (the
+ * server accepts connections and never answers, so the metadata read
+ * hangs): once they stop waiting they go at once, since the buffer is still
+ * full. */
+START_TEST(test_full_buffer_sends_after_layout_wait)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), i, n = 0;
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char url[64], errstr[256];
+    esbulk_t *eb;
+    int64_t t0;
+
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 64), 0); /* never accepted, never answered */
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", (int)ntohs(sa.sin_port));
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, errstr, sizeof(errstr)), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "100000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", "10", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "topology.wait.ms", "300", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", "5000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
+    esbulk_conf_set_result_cb(conf, on_result);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+    results_seen = closed_seen = failed_seen = wrong_thread = 0;
+    poll_thread = pthread_self();
+    for (i = 0; i < 10; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(add_one(eb, 10), ESBULK_ERR_QUEUE_FULL); /* while they wait */
+    /* sent after the 300 ms wait; the silent server times them out at 5 s */
+    t0 = esbulk__now_ms();
+    while (n < 10 && esbulk__now_ms() - t0 < 9000)
+        n += esbulk_poll(eb, 100);
+    ck_assert_int_eq(n, 10);
+    ck_assert_int_lt(esbulk__now_ms() - t0, 8000);
+    esbulk_destroy(eb);
+    close(fd);
+}
+END_TEST
+
 START_TEST(test_add_batch_stops_at_first_failure)
 {
     enum { N = 150 };
@@ -573,6 +625,7 @@ int main(void)
     tcase_add_test(handle, test_queue_full_at_once);
     tcase_add_test(handle, test_queue_full_after_timeout);
     tcase_add_test(handle, test_full_buffer_sends_now);
+    tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);
     tcase_add_test(handle, test_retries_exhausted);
