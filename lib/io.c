@@ -306,11 +306,11 @@ static void wake_io(void *arg)
     esbulk__io_wakeup(arg);
 }
 
-/* Answers of the topology thread into the core; its wishes to the thread. */
-static void topology_round(esbulk_t *eb, io_t *io, int64_t now)
+/* Answers of the topology thread into the core (before the round's
+ * documents are routed). */
+static void topology_answers(esbulk_t *eb, io_t *io, int64_t now)
 {
     esbulk__fetched_t *a, *next;
-    const char *name;
 
     if (io->fetch == NULL)
         return;
@@ -333,6 +333,16 @@ static void topology_round(esbulk_t *eb, io_t *io, int64_t now)
         }
         esbulk__fetched_free(a);
     }
+}
+
+/* The core's wishes (a cluster read, index reads) to the topology thread
+ * (after the round's documents asked for theirs). */
+static void topology_wishes(io_t *io, int64_t now)
+{
+    const char *name;
+
+    if (io->fetch == NULL)
+        return;
     if (esbulk__core_refresh_wanted(io->core, now) &&
         esbulk__fetch_cluster(io->fetch) != ESBULK_OK)
         esbulk__core_cluster_failed(io->core);
@@ -398,7 +408,7 @@ static void *io_main(void *arg)
 
         esbulk__handoff_take(eb, &incoming, &fl);
         now = esbulk__now_ms();
-        topology_round(eb, io, now);
+        topology_answers(eb, io, now);
         while ((d = esbulk__queue_pop(&incoming)) != NULL)
             esbulk__core_add(io->core, d, now);
         if (fl.abort_all) {
@@ -412,7 +422,7 @@ static void *io_main(void *arg)
                 break;
             continue;
         }
-        topology_round(eb, io, now); /* the adds may want index reads */
+        topology_wishes(io, now);
         esbulk__core_tick(io->core, now);
         while ((s = esbulk__core_next_send(io->core, fl.force, now)) != NULL)
             if (xfer_start(eb, io, s) != ESBULK_OK) {

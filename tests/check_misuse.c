@@ -168,19 +168,10 @@ enum { CB_RESULT, CB_RESULTS, CB_STATS };
 static esbulk_t *dead_handle(int cb, const char *flush_ms, const char *max_docs,
                              const char *enqueue_ms)
 {
-    esbulk_conf_t *conf = esbulk_conf_new();
-    char url[64], errstr[256];
+    esbulk_conf_t *conf = dead_conf("1000", flush_ms, max_docs, enqueue_ms);
+    char errstr[256];
     esbulk_t *eb;
 
-    ck_assert_ptr_nonnull(conf);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", dead_port());
-    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, errstr, sizeof(errstr)), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "delivery.timeout.ms", "1000", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", flush_ms, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", max_docs, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "enqueue.timeout.ms", enqueue_ms, NULL, 0), 0);
     if (cb == CB_RESULTS)
         esbulk_conf_set_results_cb(conf, on_results);
     else

@@ -102,19 +102,10 @@ enum { PULL = 0, WITH_CB = 1, WITH_STATS = 2 };
  * (600000: never before a flush). */
 static esbulk_t *dead_handle(int flags, const char *flush_ms, const char *max_docs)
 {
-    esbulk_conf_t *conf = esbulk_conf_new();
-    char url[64], errstr[256];
+    esbulk_conf_t *conf = dead_conf("2000", flush_ms, max_docs, "0");
+    char errstr[256];
     esbulk_t *eb;
 
-    ck_assert_ptr_nonnull(conf);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", dead_port());
-    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, errstr, sizeof(errstr)), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "delivery.timeout.ms", "2000", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", flush_ms, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", max_docs, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "enqueue.timeout.ms", "0", NULL, 0), 0);
     if (flags & WITH_CB)
         esbulk_conf_set_result_cb(conf, on_result);
     if (flags & WITH_STATS) {

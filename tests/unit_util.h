@@ -2,8 +2,11 @@
 #ifndef ESBULK_UNIT_UTIL_H
 #define ESBULK_UNIT_UTIL_H
 
+#include <esbulk.h>
+
 #include <arpa/inet.h>
 #include <check.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
@@ -35,6 +38,27 @@ static inline int dead_port(void)
     port = ntohs(sa.sin_port);
     close(fd);
     return port;
+}
+
+/* A configuration for a handle on a dead loopback port whose documents fail
+ * fast (retry.max 0, delivery_ms, connect timeout 200 ms), sent after
+ * flush_ms, at most max_docs buffered, adds waiting enqueue_ms. */
+static inline esbulk_conf_t *dead_conf(const char *delivery_ms, const char *flush_ms,
+                                       const char *max_docs, const char *enqueue_ms)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char url[64], errstr[256];
+
+    ck_assert_ptr_nonnull(conf);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", dead_port());
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, errstr, sizeof(errstr)), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "delivery.timeout.ms", delivery_ms, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", flush_ms, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", max_docs, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "enqueue.timeout.ms", enqueue_ms, NULL, 0), 0);
+    return conf;
 }
 
 #endif
