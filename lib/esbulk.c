@@ -574,8 +574,8 @@ static void maybe_stats(esbulk_t *eb)
     int64_t iv = esbulk__conf_int(eb->conf, ESBULK__C_STATS_INTERVAL_MS), now;
     char *json;
 
-    if (eb->conf->stats_cb == NULL || iv <= 0)
-        return;
+    if (eb->conf->stats_cb == NULL || iv <= 0 || destroy_requested(eb))
+        return; /* no statistics for a handle the program has destroyed */
     now = esbulk__now_ms();
     if (eb->next_stats_ms == 0)
         eb->next_stats_ms = now + iv;
