@@ -354,13 +354,14 @@ static int sink_path(const char *argv0, char *out, size_t out_size)
 /* ------------------------------------------------------------------------- */
 
 static const char usage[] =
-    "usage: micro [--docs N] [--sink URL] [--nullsink PATH] [--no-engine] [--no-ids]\n"
-    "             [--set KEY=VALUE]...\n"
+    "usage: micro [--docs N] [--sink URL] [--nullsink PATH] [--no-engine] [--engine-only]\n"
+    "             [--no-ids] [--set KEY=VALUE]...\n"
     "  --docs N        documents (default 1000000)\n"
     "  --sink URL      a null sink already running (default: start bench/nullsink on a\n"
     "                  free port in 19280-19289 and stop it at the end)\n"
     "  --nullsink PATH the null sink program to start\n"
     "  --no-engine     only the no-network part\n"
+    "  --engine-only   one pass of the no-network part, not the best of 3 (profiling)\n"
     "  --no-ids        the engine part adds documents without _id (id.generate decides)\n"
     "  --set KEY=VALUE configuration for the engine part (repeatable)\n";
 
@@ -378,7 +379,7 @@ int main(int argc, char **argv)
     double ns_all, wall_all, ns_route, ns_build, ns_copies;
     int64_t ndocs = DEFAULT_DOCS;
     size_t nsets = 0;
-    int i, engine = 1, ids = 1, rc = 1;
+    int i, engine = 1, engine_only = 0, ids = 1, rc = 1;
     pid_t child = -1;
     docs_t d;
     pipe_t p;
@@ -396,6 +397,8 @@ int main(int argc, char **argv)
             snprintf(sink_prog, sizeof(sink_prog), "%s", argv[++i]);
         } else if (strcmp(argv[i], "--no-engine") == 0) {
             engine = 0;
+        } else if (strcmp(argv[i], "--engine-only") == 0) {
+            engine_only = 1;
         } else if (strcmp(argv[i], "--no-ids") == 0) {
             ids = 0;
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
@@ -433,7 +436,7 @@ int main(int argc, char **argv)
     if (run_work(&p, &d, WORK_ALL, &ns_all, &wall_all) != 0)
         goto fail_a;
     ns_all = ns_route = ns_build = ns_copies = wall_all = 1e300;
-    for (i = 0; i < REPEATS; i++) {
+    for (i = 0; i < (engine_only ? 1 : REPEATS); i++) {
         double c, w;
 
         if (run_work(&p, &d, WORK_ROUTE, &c, &w) != 0)

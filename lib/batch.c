@@ -71,20 +71,6 @@ void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src)
     src->count = src->bytes = 0;
 }
 
-void esbulk__doc_free(esbulk__doc_t *d)
-{
-    if (d == NULL)
-        return;
-    /* index, id and routing live in d's own allocation */
-    free(d->lines);
-    free(d->r_index);
-    free(d->r_id);
-    free(d->r_result_own);
-    free(d->r_error_type);
-    free(d->r_error_reason);
-    free(d);
-}
-
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                              int32_t status, const char *error_type, const char *reason)
 {

@@ -2,6 +2,7 @@
  * ordering, 413 splits, answers to outcomes, expiry and bounded state. See
  * core.h: no I/O, no threads, no clock here. */
 #include "core.h"
+#include "docmem.h"
 #include "map.h"
 #include "response.h"
 
@@ -900,6 +901,8 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
     dec = esbulk__retry_decide(doc->attempts, c->cf.retry_max, now, doc->deadline_ms,
                                c->cf.backoff_ms, c->cf.backoff_max_ms, rnd32(c), &at);
     if (dec == ESBULK__RETRY_NOW) {
+        /* its lines leave the shared block: a retry may wait long */
+        esbulk__doc_own_lines(doc);
         doc->retry_at_ms = at;
         c->counts.retried++;
         if (c->cf.per_id && dest != NULL) {

@@ -9,6 +9,8 @@
 
 /* The public result handed to callbacks is this same object. */
 typedef struct esbulk_result_s esbulk__doc_t;
+/* index, id and routing of most documents fit in the record */
+#define ESBULK__DOC_STRS 64
 struct esbulk_result_s {
     esbulk__doc_t *next;            /* in whichever queue holds it */
     esbulk__doc_t *live_prev, *live_next; /* every unserved document, in add order */
@@ -21,6 +23,12 @@ struct esbulk_result_s {
     size_t routing_len;
     char *lines;                    /* action line + body line, ready to send */
     size_t lines_len;
+    struct esbulk__block_s *block;  /* lines live in this shared block (docmem.c) at
+                                       lines_off; NULL: in an allocation of their own */
+    size_t lines_off;
+    struct esbulk__docmem_s *dm;    /* the record came from dm's slabs (NULL: calloc) */
+    char *strs_own;                 /* index, id and routing when they do not fit in strs */
+    char strs[ESBULK__DOC_STRS];
     size_t body_bytes;              /* counted in buffer.max.bytes until the outcome */
     void *opaque;
     int32_t attempts;               /* requests that carried it */
@@ -58,6 +66,7 @@ void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src);
  * fails leaves them NULL: the outcome and err remain). */
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                              int32_t status, const char *error_type, const char *reason);
+/* Frees d and all it holds (docmem.c: a record from a slab goes back). */
 void esbulk__doc_free(esbulk__doc_t *d);
 
 #endif

@@ -27,6 +27,7 @@ struct esbulk_s {
     int nseeds;
     uint64_t node_tag;              /* for time ids */
     atomic_uint id_seq;
+    struct esbulk__docmem_s *dm;    /* records and request lines (docmem.h); thread-safe */
 
     pthread_mutex_t lock;           /* guards everything below */
     pthread_cond_t cond_space;      /* buffer space freed */
@@ -43,6 +44,12 @@ struct esbulk_s {
     int closing;                    /* esbulk_close: stop accepting, drain */
     int abort_all;                  /* close timed out: fail whatever is left */
     int terminate;                  /* the I/O thread should exit */
+    int64_t io_sleep_until;         /* 0 while the I/O thread runs (it looks at incoming
+                                     * before it sleeps); else the monotonic ms it looks
+                                     * again by itself: an add wakes it only when a
+                                     * document needs it sooner, or enough have come */
+    size_t wake_docs, wake_bytes;   /* incoming this large wakes the I/O thread */
+    int64_t wake_interval_ms;       /* flush.interval.ms */
     int closed;
     char *node_stats;               /* per-node JSON snapshot from the I/O thread */
     int64_t next_stats_ms;          /* the statistics callback's next time (serving thread) */
@@ -87,6 +94,10 @@ typedef struct {
 /* Moves the documents added since the last call to *incoming (appended). */
 void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
                           esbulk__handoff_flags_t *flags);
+/* The I/O thread is about to sleep until due (monotonic ms): returns when
+ * it should look again instead (sooner if documents came in since the take)
+ * and publishes it, so that adds wake it only when needed. */
+int64_t esbulk__handoff_sleep(esbulk_t *eb, int64_t now, int64_t due);
 /* Hands documents with their outcome set to the result queue (or frees
  * successes under result.failures_only) and adds the engine's counts. */
 void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__core_counts_t *n,

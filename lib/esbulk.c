@@ -1,5 +1,6 @@
 /* The public engine calls: new, add, poll, flush, close, destroy, results
  * and statistics. The I/O thread lives in io.c. */
+#include "docmem.h"
 #include "engine.h"
 #include "murmur3.h"
 #include "ndjson.h"
@@ -50,6 +51,11 @@ const char *esbulk_result_body(const esbulk_result_t *r, size_t *len)
 /* ------------------------------------------------------------------------- */
 /* Lifecycle */
 
+/* Incoming documents that wake the I/O thread (flush.docs or flush.bytes
+ * if less): it routes them and checks the destinations' sizes. */
+#define WAKE_DOCS 256
+#define WAKE_BYTES (256 * 1024)
+
 static uint64_t random_tag(void)
 {
     struct timespec ts;
@@ -98,6 +104,20 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     }
     if ((eb->topo = esbulk_topology_new(conf, errstr, errstr_size)) == NULL)
         goto fail;
+    if ((eb->dm = esbulk__docmem_new()) == NULL) {
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+        goto fail;
+    }
+    {
+        size_t fd = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_FLUSH_DOCS);
+        size_t fb = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_FLUSH_BYTES);
+
+        /* the I/O thread is woken once per this many documents or bytes
+         * (fewer wake-ups than adds: each is a system call) */
+        eb->wake_docs = fd < WAKE_DOCS ? fd : WAKE_DOCS;
+        eb->wake_bytes = fb < WAKE_BYTES ? fb : WAKE_BYTES;
+        eb->wake_interval_ms = esbulk__conf_int(eb->conf, ESBULK__C_FLUSH_INTERVAL_MS);
+    }
     pthread_mutex_init(&eb->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -119,6 +139,7 @@ fail:
     esbulk__wipe_str(pass);
     free(pass);
     esbulk_topology_destroy(eb->topo);
+    esbulk__docmem_destroy(eb->dm);
     esbulk__http_opts_free(&eb->http);
     esbulk__urls_free(eb->seeds, eb->nseeds);
     esbulk_conf_destroy(eb->conf);
@@ -243,7 +264,8 @@ static int64_t epoch_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Builds the document (all copies, the request lines) without the lock. */
+/* Builds the document without the handle's lock: its record, and its
+ * request lines written once, where curl will read them (docmem.h). */
 static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, const char *id,
                               size_t id_len, const char *routing, size_t routing_len,
                               const char *body, size_t body_len, const esbulk_docopts_t *opts,
@@ -252,10 +274,11 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
 {
     size_t index_len, max_doc = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_MAX_DOC_BYTES);
     int64_t gen = esbulk__conf_int(eb->conf, ESBULK__C_ID_GENERATE);
-    char idbuf[32];
-    esbulk__buf_t lines, bline;
+    char idbuf[32], action_stack[512], *p;
+    esbulk__buf_t action, bline;
+    size_t lines_max, strs;
     int content_id;
-    esbulk__doc_t *d;
+    esbulk__doc_t *d = NULL;
     esbulk_err_t err;
 
     *out = NULL;
@@ -324,64 +347,87 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         id_len = strlen(idbuf);
     }
 
-    /* one allocation for the record and its strings */
-    d = calloc(1, sizeof(*d) + index_len + 1 + id_len + 1 + routing_len + 1);
-    if (d == NULL) {
-        esbulk__buf_free(&bline);
-        goto nomem;
+    /* the action line first, on the stack (most are short), so that the
+     * document asks for exactly the room its lines need */
+    esbulk__buf_init(&action, sizeof(action_stack) - 1);
+    action.data = action_stack;
+    action.cap = sizeof(action_stack);
+    err = esbulk__action_line_opts(&action, op, index, index_len, id, id_len, routing,
+                                   routing_len, opts);
+    if (err == ESBULK_ERR_TOO_LARGE) {
+        esbulk__buf_init(&action, (size_t)-1);
+        err = esbulk__action_line_opts(&action, op, index, index_len, id, id_len, routing,
+                                       routing_len, opts);
     }
+    if (err != ESBULK_OK)
+        goto fail;
+    /* a body line is at most the body and its "\n" */
+    lines_max = action.len + (bline.len > 0 ? bline.len : op == ESBULK_OP_DELETE ? 0 : body_len + 1);
+    if ((err = esbulk__docmem_take(eb->dm, lines_max, &d, &p)) != ESBULK_OK)
+        goto fail;
+    memcpy(p, action.data, action.len);
+    d->lines = p;
+    d->lines_len = action.len;
+    if (bline.len > 0) {
+        memcpy(p + action.len, bline.data, bline.len);
+        d->lines_len += bline.len;
+    } else if (op != ESBULK_OP_DELETE) {
+        /* the body is copied once, into the room of its request lines */
+        esbulk__buf_t view;
+
+        view.data = p;
+        view.len = action.len;
+        view.cap = lines_max + 1;
+        view.max = lines_max;
+        err = esbulk__body_line(&view, body, body_len,
+                                (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
+                                errstr_size);
+        if (err != ESBULK_OK)
+            goto fail;
+        d->lines_len = view.len;
+    }
+    p[d->lines_len] = '\0';
+    esbulk__docmem_trim(d, lines_max);
+    d->body_bytes = d->lines_len;
     d->op = op;
     d->conditional = esbulk__docopts_conditional(opts);
     d->opaque = opaque;
     d->seq_no = d->primary_term = d->version = -1;
     d->id_len = id_len;
     d->routing_len = routing_len;
-    {
-        char *p = (char *)(d + 1);
-
-        d->index = memcpy(p, index, index_len);
-        p += index_len + 1;
-        if (id_len > 0)
-            d->id = memcpy(p, id, id_len);
-        p += id_len + 1;
-        if (routing_len > 0)
-            d->routing = memcpy(p, routing, routing_len);
+    /* index, id and routing in the record when they fit */
+    strs = index_len + 1 + id_len + 1 + routing_len + 1;
+    if (strs <= sizeof(d->strs))
+        p = d->strs;
+    else if ((p = d->strs_own = malloc(strs)) == NULL)
+        goto nomem;
+    d->index = memcpy(p, index, index_len);
+    p[index_len] = '\0';
+    p += index_len + 1;
+    if (id_len > 0) {
+        d->id = memcpy(p, id, id_len);
+        p[id_len] = '\0';
     }
-    /* the lines in one allocation: the action line's fixed part, its
-     * strings (escaping rarely adds to them) and the body line */
-    esbulk__buf_init(&lines, (size_t)-1);
-    err = esbulk__buf_reserve(&lines, 48 + index_len + id_len + routing_len +
-                                          (opts != NULL ? 160 + (opts->pipeline
-                                                                     ? strlen(opts->pipeline)
-                                                                     : 0)
-                                                        : 0) +
-                                          (bline.len > 0 ? bline.len : body_len + 1));
-    if (err == ESBULK_OK)
-        err = esbulk__action_line_opts(&lines, op, index, index_len, id, id_len, routing,
-                                       routing_len, opts);
-    if (err == ESBULK_OK && bline.len > 0)
-        err = esbulk__buf_add(&lines, bline.data, bline.len);
-    else if (err == ESBULK_OK && op != ESBULK_OP_DELETE)
-        err = esbulk__body_line(&lines, body, body_len,
-                                (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
-                                errstr_size);
+    p += id_len + 1;
+    if (routing_len > 0) {
+        d->routing = memcpy(p, routing, routing_len);
+        p[routing_len] = '\0';
+    }
+    if (action.data != action_stack)
+        esbulk__buf_free(&action);
     esbulk__buf_free(&bline);
-    if (err != ESBULK_OK) {
-        esbulk__buf_free(&lines);
-        esbulk__doc_free(d);
-        if (err == ESBULK_ERR_NOMEM)
-            esbulk__errstr(errstr, errstr_size, "out of memory");
-        return err;
-    }
-    d->lines = lines.data;
-    d->lines_len = lines.len;
-    d->body_bytes = lines.len;
     *out = d;
     return ESBULK_OK;
 nomem:
+    err = ESBULK_ERR_NOMEM;
+fail:
+    if (action.data != action_stack)
+        esbulk__buf_free(&action);
+    esbulk__buf_free(&bline);
     esbulk__doc_free(d);
-    esbulk__errstr(errstr, errstr_size, "out of memory");
-    return ESBULK_ERR_NOMEM;
+    if (err == ESBULK_ERR_NOMEM)
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+    return err;
 }
 
 /* Queues docs[0..n) in order under one lock, each waiting for space as
@@ -397,15 +443,15 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
     int64_t dt = esbulk__conf_int(eb->conf, ESBULK__C_DELIVERY_TIMEOUT_MS);
     esbulk_err_t err = ESBULK_OK;
     struct timespec until;
-    int was_empty;
+    int wake;
     size_t i;
+    int64_t now_ms = esbulk__now_ms();
 
     *done = 0;
     pthread_mutex_lock(&eb->lock);
     /* inside a callback only this thread could free space: never wait */
     if (caller_self(eb) != NULL)
         wait_ms = 0;
-    was_empty = eb->incoming.head == NULL;
     for (i = 0; i < n && err == ESBULK_OK; i++) {
         esbulk__doc_t *d = docs[i];
         int waiting = 0;
@@ -444,7 +490,7 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
         if (err != ESBULK_OK)
             break;
         d->seq = eb->next_seq++;
-        d->added_ms = esbulk__now_ms();
+        d->added_ms = waiting ? esbulk__now_ms() : now_ms;
         d->deadline_ms = dt > 0 ? d->added_ms + dt : 0;
         d->live_prev = eb->live_tail;
         d->live_next = NULL;
@@ -456,8 +502,15 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
         esbulk__queue_push(&eb->incoming, d);
         (*done)++;
     }
+    /* wake the I/O thread only when it would look too late by itself: it
+     * looks at incoming before it sleeps, and publishes when it wakes */
+    wake = *done > 0 && eb->io_sleep_until != 0 &&
+           (eb->io_sleep_until > docs[0]->added_ms + eb->wake_interval_ms ||
+            eb->incoming.count >= eb->wake_docs || eb->incoming.bytes >= eb->wake_bytes);
+    if (wake)
+        eb->io_sleep_until = 0;
     pthread_mutex_unlock(&eb->lock);
-    if (was_empty && *done > 0)
+    if (wake)
         esbulk__io_wakeup(eb);
     return err;
 }
@@ -902,6 +955,7 @@ static void handle_free(esbulk_t *eb)
     esbulk__queue_append(&eb->pull_ready, &eb->pull_held);
     while ((d = esbulk__queue_pop(&eb->pull_ready)) != NULL)
         esbulk__doc_free(d);
+    esbulk__docmem_destroy(eb->dm); /* every document is freed */
     esbulk_topology_destroy(eb->topo);
     esbulk__http_opts_free(&eb->http);
     esbulk__urls_free(eb->seeds, eb->nseeds);

@@ -2,6 +2,7 @@
  * added go to eb->incoming, outcomes come back to eb->results, statistics
  * are published; each exchange takes eb->lock once. The callers' side
  * (adding, serving) is in esbulk.c; the I/O thread calls only these. */
+#include "docmem.h"
 #include "engine.h"
 
 #include <stdlib.h>
@@ -12,11 +13,30 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
 {
     pthread_mutex_lock(&eb->lock);
     esbulk__queue_append(incoming, &eb->incoming);
+    eb->io_sleep_until = 0; /* awake: it looks at incoming again before it sleeps */
     /* an add found no space and none was freed since: send everything */
     flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full;
     flags->terminate = eb->terminate;
     flags->abort_all = eb->abort_all;
     pthread_mutex_unlock(&eb->lock);
+}
+
+int64_t esbulk__handoff_sleep(esbulk_t *eb, int64_t now, int64_t due)
+{
+    pthread_mutex_lock(&eb->lock);
+    if (eb->incoming.head != NULL) {
+        /* added since the take, without a wake-up: the oldest must be
+         * looked at within flush.interval.ms, a large incoming at once */
+        int64_t by = eb->incoming.head->added_ms + eb->wake_interval_ms;
+
+        if (eb->incoming.count >= eb->wake_docs || eb->incoming.bytes >= eb->wake_bytes)
+            by = now;
+        if (by < due)
+            due = by;
+    }
+    eb->io_sleep_until = due > now ? due : 0;
+    pthread_mutex_unlock(&eb->lock);
+    return due;
 }
 
 void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__core_counts_t *n,
@@ -30,10 +50,8 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
 
     for (d = q->head; d != NULL; d = d->next) {
         /* the body is not needed any more, but for a dead-letter output */
-        if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED) {
-            free(d->lines);
-            d->lines = NULL;
-        }
+        if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED)
+            esbulk__doc_drop_lines(d);
         freed_bytes += d->body_bytes;
         d->body_bytes = 0;
     }

@@ -25,7 +25,9 @@
 typedef struct xfer_s {
     CURL *easy;
     struct curl_slist *headers;
-    esbulk__buf_t body, resp;
+    esbulk__buf_t body, resp;   /* body: the compressed request (gzip only) */
+    size_t body_len;            /* the request's bytes, as sent */
+    size_t rd_doc, rd_off;      /* uncompressed: where curl reads next, in send's lines */
     int prereqs;        /* requests curl was about to send for it */
     esbulk__send_t *send;
     char errbuf[CURL_ERROR_SIZE];
@@ -144,30 +146,83 @@ static void xfer_free(io_t *io, xfer_t *x)
     free(x);
 }
 
+/* curl reads an uncompressed request straight from the documents' lines:
+ * they were written once, when added, and are not copied into a request
+ * buffer (curl copies them to its send buffer, as it would a POSTFIELDS). */
+static size_t on_read(char *out, size_t size, size_t nitems, void *userdata)
+{
+    xfer_t *x = userdata;
+    const esbulk__send_t *s = x->send;
+    size_t room = size * nitems, n = 0;
+
+    while (room > 0 && x->rd_doc < s->ndocs) {
+        const esbulk__doc_t *d = s->docs[x->rd_doc];
+        size_t k = d->lines_len - x->rd_off;
+
+        if (k > room)
+            k = room;
+        memcpy(out + n, d->lines + x->rd_off, k);
+        n += k;
+        room -= k;
+        x->rd_off += k;
+        if (x->rd_off == d->lines_len) {
+            x->rd_doc++;
+            x->rd_off = 0;
+        }
+    }
+    return n;
+}
+
+/* Back to the start (curl rewinds before it sends a request again). */
+static int on_seek(void *userdata, curl_off_t offset, int origin)
+{
+    xfer_t *x = userdata;
+    const esbulk__send_t *s = x->send;
+    size_t left = (size_t)offset;
+
+    if (origin != SEEK_SET || offset < 0)
+        return CURL_SEEKFUNC_CANTSEEK;
+    for (x->rd_doc = 0; x->rd_doc < s->ndocs && left >= s->docs[x->rd_doc]->lines_len; x->rd_doc++)
+        left -= s->docs[x->rd_doc]->lines_len;
+    x->rd_off = left;
+    return left > 0 && x->rd_doc == s->ndocs ? CURL_SEEKFUNC_FAIL : CURL_SEEKFUNC_OK;
+}
+
 /* Starts s as a transfer: ESBULK_ERR_NOMEM if it could not be. */
 static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
 {
     xfer_t *x = calloc(1, sizeof(*x));
-    esbulk__buf_t raw;
     char url[4096];
     size_t i;
 
     if (x == NULL)
         return ESBULK_ERR_NOMEM;
-    buf_take(io, &raw, (size_t)-1);
+    x->send = s;
     buf_take(io, &x->resp, eb->http.response_max_bytes);
-    if (esbulk__buf_reserve(&raw, s->bytes) != ESBULK_OK)
-        goto nomem_raw;
-    for (i = 0; i < s->ndocs; i++)
-        if (esbulk__buf_add(&raw, s->docs[i]->lines, s->docs[i]->lines_len) != ESBULK_OK)
-            goto nomem_raw;
-    if (io->gzip && gzip_body(&raw, &x->body, io->gzip_level) == ESBULK_OK) {
-        buf_give(io, &raw);
-        if ((x->headers = curl_slist_append(NULL, "Content-Encoding: gzip")) == NULL)
+    x->body_len = s->bytes;
+    if (io->gzip) {
+        esbulk__buf_t raw;
+
+        /* compressed: the lines side by side, then deflated in one go */
+        buf_take(io, &raw, (size_t)-1);
+        if (esbulk__buf_reserve(&raw, s->bytes) != ESBULK_OK) {
+            buf_give(io, &raw);
             goto nomem;
-    } else {
-        esbulk__buf_free(&x->body);
-        x->body = raw;
+        }
+        for (i = 0; i < s->ndocs; i++)
+            (void)esbulk__buf_add(&raw, s->docs[i]->lines, s->docs[i]->lines_len);
+        if (gzip_body(&raw, &x->body, io->gzip_level) == ESBULK_OK) {
+            x->body_len = x->body.len;
+            if ((x->headers = curl_slist_append(NULL, "Content-Encoding: gzip")) == NULL) {
+                buf_give(io, &raw);
+                goto nomem;
+            }
+            buf_give(io, &raw);
+        } else {
+            /* deflate could not: the request goes uncompressed */
+            esbulk__buf_free(&x->body);
+            buf_give(io, &raw);
+        }
     }
     if ((x->easy = curl_easy_init()) == NULL)
         goto nomem;
@@ -186,8 +241,15 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
     snprintf(url, sizeof(url), "%s%s", s->url, io->bulk_path);
     curl_easy_setopt(x->easy, CURLOPT_URL, url);
     curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
-    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body.data);
-    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body.len);
+    if (x->body.data != NULL) {
+        curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body.data);
+    } else {
+        curl_easy_setopt(x->easy, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(x->easy, CURLOPT_READDATA, x);
+        curl_easy_setopt(x->easy, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(x->easy, CURLOPT_SEEKDATA, x);
+    }
+    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
     curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, io->request_timeout_ms);
     curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
@@ -203,17 +265,14 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
         curl_easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");
     if (curl_multi_add_handle(io->multi, x->easy) != CURLM_OK)
         goto nomem;
-    x->send = s;
     s->driver = x;
-    io->bytes_sent += x->body.len;
+    io->bytes_sent += x->body_len;
     io->idle_snapshot = 0;
     x->next = io->xfers;
     if (io->xfers != NULL)
         io->xfers->prev = x;
     io->xfers = x;
     return ESBULK_OK;
-nomem_raw:
-    buf_give(io, &raw);
 nomem:
     xfer_free(io, x);
     return ESBULK_ERR_NOMEM;
@@ -231,7 +290,7 @@ static void xfer_done(esbulk_t *eb, io_t *io, xfer_t *x, CURLcode rc, int64_t no
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
         esbulk__log(&eb->log, ESBULK_LOG_DEBUG, "io",
                     "%s: %zu documents, %zu bytes: HTTP %ld in %lld ms", x->send->url,
-                    x->send->ndocs, x->body.len, status, (long long)(now - x->send->start_ms));
+                    x->send->ndocs, x->body_len, status, (long long)(now - x->send->start_ms));
         a.kind = ESBULK__ANS_HTTP;
         a.status = status;
         a.body = x->resp.data;
@@ -442,6 +501,7 @@ static void *io_main(void *arg)
         due = esbulk__core_next_deadline(io->core, now);
         if (due - now > MAX_WAIT_MS)
             due = now + MAX_WAIT_MS;
+        due = esbulk__handoff_sleep(eb, now, due);
         if (due > now)
             curl_multi_poll(io->multi, NULL, 0, (int)(due - now), NULL);
     }

@@ -2,6 +2,7 @@
  * with time passed in: every outcome rule of the README's "Decisions",
  * without a cluster, a thread or a socket. */
 #include "core.h"
+#include "docmem.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -537,6 +538,75 @@ START_TEST(test_413_split_to_one)
 }
 END_TEST
 
+/* A document as esbulk_add makes it: the record from dm, its lines in a
+ * shared block. */
+static esbulk__doc_t *doc_in_block(esbulk__docmem_t *dm, const char *id, long n)
+{
+    esbulk__doc_t *d;
+    char lines[128], *p;
+    size_t len;
+
+    len = (size_t)snprintf(lines, sizeof(lines),
+                           "{\"index\":{\"_index\":\"logs\",\"_id\":\"%s\"}}\n{\"n\":%ld}\n", id, n);
+    ck_assert_int_eq(esbulk__docmem_take(dm, len, &d, &p), ESBULK_OK);
+    ck_assert_ptr_nonnull(d->block);
+    memcpy(p, lines, len + 1);
+    d->lines = p;
+    d->lines_len = d->body_bytes = len;
+    d->op = ESBULK_OP_INDEX;
+    d->index = strcpy(d->strs, "logs");
+    d->id = strcpy(d->strs + 5, id);
+    d->id_len = strlen(id);
+    d->opaque = (void *)n;
+    d->seq_no = d->primary_term = d->version = -1;
+    return d;
+}
+
+/* A document waiting for a retry moves its lines out of the shared block,
+ * so that a few slow documents do not hold many blocks; the retry sends the
+ * same bytes. The others keep theirs there. */
+START_TEST(test_retry_moves_lines_out_of_block)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    const int st[3] = {201, 429, 201};
+    esbulk__doc_t *d[3];
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    char want[128];
+    long n;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    for (n = 0; n < 3; n++) {
+        char id[8];
+
+        snprintf(id, sizeof(id), "d%ld", n);
+        d[n] = doc_in_block(dm, id, n);
+        esbulk__core_add(fx.core, d[n], now);
+    }
+    snprintf(want, sizeof(want), "%.*s", (int)d[1]->lines_len, d[1]->lines);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 3);
+    ck_assert_ptr_nonnull(d[1]->block);
+    answer_items(s, st, now);
+    ck_assert_ptr_null(d[1]->block); /* moved out */
+    ck_assert_uint_eq(d[1]->lines_len, strlen(want));
+    ck_assert(memcmp(d[1]->lines, want, d[1]->lines_len) == 0);
+    expect(0, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    esbulk__core_tick(fx.core, now + cf.backoff_ms);
+    s = must_send(1, now + cf.backoff_ms);
+    ck_assert_uint_eq(s->ndocs, 1);
+    ck_assert(s->docs[0] == d[1]);
+    ck_assert(memcmp(s->docs[0]->lines, want, strlen(want)) == 0);
+    answer_items(s, NULL, now + 200);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 /* Item 429/503 are retried alone and go first in line, in their order;
  * the other items' outcomes stand. */
 START_TEST(test_item_retry_goes_first)
@@ -933,6 +1003,7 @@ int main(void)
     int failed;
 
     tcase_add_test(tc, test_routes_to_primaries);
+    tcase_add_test(tc, test_retry_moves_lines_out_of_block);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
     tcase_add_test(tc, test_wait_counts_toward_interval);
     tcase_add_test(tc, test_ambiguous_with_and_without_id);

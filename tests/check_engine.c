@@ -403,6 +403,80 @@ START_TEST(test_full_buffer_sends_now)
 }
 END_TEST
 
+/* Documents that came in after the I/O thread took incoming, without a
+ * wake-up (it was awake): it sleeps no longer than the oldest one's
+ * interval, and not at all once enough have come. */
+START_TEST(test_handoff_sleep)
+{
+    esbulk_t eb;
+    esbulk__doc_t d1, d2;
+
+    memset(&eb, 0, sizeof(eb));
+    memset(&d1, 0, sizeof(d1));
+    memset(&d2, 0, sizeof(d2));
+    pthread_mutex_init(&eb.lock, NULL);
+    eb.wake_docs = 2;
+    eb.wake_bytes = 1000;
+    eb.wake_interval_ms = 50;
+    ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 2000), 2000); /* nothing came */
+    ck_assert_int_eq(eb.io_sleep_until, 2000);
+    d1.added_ms = 990;
+    d1.lines_len = 10;
+    esbulk__queue_push(&eb.incoming, &d1);
+    ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 2000), 1040); /* its interval */
+    ck_assert_int_eq(eb.io_sleep_until, 1040);
+    ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 1020), 1020); /* sooner anyway */
+    d2.added_ms = 995;
+    d2.lines_len = 10;
+    esbulk__queue_push(&eb.incoming, &d2);
+    ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 2000), 1000); /* wake_docs came */
+    ck_assert_int_eq(eb.io_sleep_until, 0); /* awake: adds do not wake it */
+    pthread_mutex_destroy(&eb.lock);
+}
+END_TEST
+
+/* An add wakes the I/O thread only when it would look too late by itself:
+ * a document added while it sleeps with nothing due (up to a second) still
+ * goes at flush.interval.ms, and so does one added while it waits for
+ * another document's interval (no wake-up then: it looks before it sleeps). */
+START_TEST(test_interval_wakes_sleeping_io)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[256];
+    esbulk_t *eb;
+    int64_t t0;
+    int i, n = 0;
+
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", errstr, sizeof(errstr)), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "50", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "100000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "topology.wait.ms", "0", NULL, 0), 0);
+    esbulk_conf_set_result_cb(conf, on_result);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+    results_seen = closed_seen = failed_seen = wrong_thread = 0;
+    poll_thread = pthread_self();
+    for (i = 0; i < 3; i++) {
+        /* the I/O thread has slept with nothing due for 200 ms: without a
+         * wake-up it would look again only after its 1 s maximum */
+        usleep(200 * 1000);
+        t0 = esbulk__now_ms();
+        ck_assert_int_eq(add_one(eb, 2 * i), ESBULK_OK);
+        usleep(20 * 1000);
+        ck_assert_int_eq(add_one(eb, 2 * i + 1), ESBULK_OK); /* while the first waits */
+        while (n < 2 * (i + 1) && esbulk__now_ms() - t0 < 5000)
+            n += esbulk_poll(eb, 10);
+        ck_assert_int_eq(n, 2 * (i + 1));
+        ck_assert_int_lt(esbulk__now_ms() - t0, 600);
+    }
+    ck_assert_int_eq(failed_seen, 6); /* refused by the dead port, retry.max 0 */
+    esbulk_destroy(eb);
+}
+END_TEST
+
 /* The batch call queues in chunks under one lock: it still stops at the
  * first document that fails, with *accepted counting what went in. */
 /* The same when the documents first wait for their index's layout (the
@@ -620,11 +694,13 @@ int main(void)
     tcase_add_test(pure, test_action_line_opts);
     tcase_add_test(pure, test_body_line);
     tcase_add_test(pure, test_ids);
+    tcase_add_test(pure, test_handoff_sleep);
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_queue_full_at_once);
     tcase_add_test(handle, test_queue_full_after_timeout);
     tcase_add_test(handle, test_full_buffer_sends_now);
+    tcase_add_test(handle, test_interval_wakes_sleeping_io);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);

@@ -1,0 +1,231 @@
+/* Slabs of document records and shared blocks of request lines (docmem.h). */
+#include "docmem.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Records per slab, bytes per block, blocks kept for reuse. A document's
+ * lines larger than a quarter of a block get an allocation of their own. */
+#define SLAB_DOCS 256
+#define BLOCK_BYTES ((size_t)1 << 20)
+#define SPARE_BLOCKS 4
+
+typedef struct esbulk__block_s {
+    atomic_size_t refs;     /* documents with lines here, + 1 while it is the current block */
+    atomic_size_t used;     /* bytes handed out */
+    esbulk__docmem_t *dm;
+    struct esbulk__block_s *next; /* among the spares */
+    char data[];
+} block_t;
+
+typedef struct slab_s {
+    struct slab_s *next;
+    esbulk__doc_t docs[SLAB_DOCS];
+} slab_t;
+
+struct esbulk__docmem_s {
+    pthread_mutex_t lock;   /* guards all below */
+    esbulk__doc_t *free_docs; /* linked by next */
+    slab_t *slabs;
+    block_t *cur;           /* lines go here */
+    block_t *spare;
+    int nspare;
+};
+
+esbulk__docmem_t *esbulk__docmem_new(void)
+{
+    esbulk__docmem_t *dm = calloc(1, sizeof(*dm));
+
+    if (dm != NULL && pthread_mutex_init(&dm->lock, NULL) != 0) {
+        free(dm);
+        return NULL;
+    }
+    return dm;
+}
+
+static void block_unref(block_t *b)
+{
+    esbulk__docmem_t *dm = b->dm;
+
+    if (atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    pthread_mutex_lock(&dm->lock);
+    if (dm->nspare < SPARE_BLOCKS) {
+        /* kept: its pages stay mapped, a new block would fault them in */
+        b->next = dm->spare;
+        dm->spare = b;
+        dm->nspare++;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&dm->lock);
+    free(b);
+}
+
+void esbulk__docmem_destroy(esbulk__docmem_t *dm)
+{
+    block_t *b;
+    slab_t *s;
+
+    if (dm == NULL)
+        return;
+    if (dm->cur != NULL)
+        block_unref(dm->cur); /* frees it, or keeps it as a spare */
+    while ((b = dm->spare) != NULL) {
+        dm->spare = b->next;
+        free(b);
+    }
+    while ((s = dm->slabs) != NULL) {
+        dm->slabs = s->next;
+        free(s);
+    }
+    pthread_mutex_destroy(&dm->lock);
+    free(dm);
+}
+
+/* Under dm->lock: a new current block (a spare if any), or NULL. */
+static block_t *block_new(esbulk__docmem_t *dm)
+{
+    block_t *b = dm->spare;
+
+    if (b != NULL) {
+        dm->spare = b->next;
+        dm->nspare--;
+    } else if ((b = malloc(sizeof(*b) + BLOCK_BYTES)) == NULL) {
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    atomic_init(&b->used, 0);
+    b->dm = dm;
+    b->next = NULL;
+    return b;
+}
+
+esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk__doc_t **out,
+                                 char **lines)
+{
+    esbulk__doc_t *d;
+    block_t *b = NULL, *retired = NULL;
+    char *own = NULL;
+    size_t need = lines_max + 1, off = 0;
+
+    *out = NULL;
+    if (lines != NULL)
+        *lines = NULL;
+    if (lines_max > 0 && need > BLOCK_BYTES / 4 && (own = malloc(need)) == NULL)
+        return ESBULK_ERR_NOMEM;
+    pthread_mutex_lock(&dm->lock);
+    if (dm->free_docs == NULL) {
+        slab_t *s = malloc(sizeof(*s));
+        int i;
+
+        if (s == NULL)
+            goto nomem;
+        s->next = dm->slabs;
+        dm->slabs = s;
+        for (i = SLAB_DOCS - 1; i >= 0; i--) {
+            s->docs[i].next = dm->free_docs;
+            dm->free_docs = &s->docs[i];
+        }
+    }
+    if (lines_max > 0 && own == NULL) {
+        b = dm->cur;
+        if (b != NULL) {
+            off = atomic_load(&b->used);
+            if (off + need > BLOCK_BYTES) {
+                retired = b; /* the documents in it keep it until their answers */
+                b = NULL;
+            }
+        }
+        if (b == NULL) {
+            if ((b = block_new(dm)) == NULL)
+                goto nomem;
+            dm->cur = b;
+            off = 0;
+        }
+        atomic_store(&b->used, off + need);
+        atomic_fetch_add(&b->refs, 1);
+    }
+    d = dm->free_docs;
+    dm->free_docs = d->next;
+    pthread_mutex_unlock(&dm->lock);
+    if (retired != NULL)
+        block_unref(retired);
+    memset(d, 0, sizeof(*d));
+    d->dm = dm;
+    if (b != NULL) {
+        d->block = b;
+        d->lines_off = off;
+        *lines = b->data + off;
+    } else if (own != NULL) {
+        *lines = own;
+    }
+    *out = d;
+    return ESBULK_OK;
+nomem:
+    pthread_mutex_unlock(&dm->lock);
+    free(own);
+    return ESBULK_ERR_NOMEM;
+}
+
+void esbulk__docmem_trim(esbulk__doc_t *d, size_t lines_max)
+{
+    block_t *b = d->block;
+    size_t end;
+
+    if (b == NULL || d->lines_len >= lines_max)
+        return;
+    /* only the last room handed out can shrink; a take under the lock that
+     * read the old end just leaves the difference unused */
+    end = d->lines_off + lines_max + 1;
+    atomic_compare_exchange_strong(&b->used, &end, d->lines_off + d->lines_len + 1);
+}
+
+void esbulk__doc_drop_lines(esbulk__doc_t *d)
+{
+    if (d->block != NULL)
+        block_unref(d->block);
+    else
+        free(d->lines);
+    d->block = NULL;
+    d->lines = NULL;
+}
+
+void esbulk__doc_own_lines(esbulk__doc_t *d)
+{
+    char *p;
+
+    if (d->block == NULL || d->lines == NULL || (p = malloc(d->lines_len + 1)) == NULL)
+        return;
+    memcpy(p, d->lines, d->lines_len);
+    p[d->lines_len] = '\0';
+    block_unref(d->block);
+    d->block = NULL;
+    d->lines = p;
+}
+
+/* Records from a slab go back to its free list; others were allocated alone
+ * (the engine core's unit tests make them with calloc). */
+void esbulk__doc_free(esbulk__doc_t *d)
+{
+    esbulk__docmem_t *dm;
+
+    if (d == NULL)
+        return;
+    esbulk__doc_drop_lines(d);
+    free(d->strs_own);
+    free(d->r_index);
+    free(d->r_id);
+    free(d->r_result_own);
+    free(d->r_error_type);
+    free(d->r_error_reason);
+    if ((dm = d->dm) == NULL) {
+        free(d);
+        return;
+    }
+    pthread_mutex_lock(&dm->lock);
+    d->next = dm->free_docs;
+    dm->free_docs = d;
+    pthread_mutex_unlock(&dm->lock);
+}

@@ -1,0 +1,41 @@
+/* Memory for documents, without a malloc per document in the steady state
+ * (docmem.c): records come from slabs and go back to a free list; each
+ * document's request lines are written once, when it is added, into a large
+ * block shared with the documents added around it, and curl reads them from
+ * there. A block is reused once every document in it has its answer; a
+ * document that waits for a retry moves its lines out first, so that a few
+ * slow documents do not hold many blocks.
+ *
+ * Thread-safe: records and blocks are taken on the callers' threads and
+ * given back on the I/O thread or the serving thread (one mutex for the
+ * free lists, an atomic count per block). */
+#ifndef ESBULK_DOCMEM_H
+#define ESBULK_DOCMEM_H
+
+#include "doc.h"
+
+typedef struct esbulk__docmem_s esbulk__docmem_t;
+
+/* NULL if out of memory. */
+esbulk__docmem_t *esbulk__docmem_new(void);
+/* Frees the slabs and blocks: every record must have been given back. */
+void esbulk__docmem_destroy(esbulk__docmem_t *dm);
+
+/* A zeroed record (d->dm set) and, when lines_max > 0, room for up to
+ * lines_max bytes of request lines plus a NUL at *lines (in a block, or an
+ * allocation of its own for a large document); d->lines is left NULL for
+ * the caller to set. ESBULK_ERR_NOMEM. */
+esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk__doc_t **out,
+                                 char **lines);
+/* The lines written at d->lines turned out lines_len bytes, fewer than the
+ * lines_max asked for: the rest goes back when nobody took room after it. */
+void esbulk__docmem_trim(esbulk__doc_t *d, size_t lines_max);
+
+/* Gives back d's lines (the block's share, or its own allocation). */
+void esbulk__doc_drop_lines(esbulk__doc_t *d);
+/* Moves d's lines out of their block into an allocation of their own (a
+ * retry waits: the block can be reused meanwhile). Out of memory: they stay
+ * where they are. */
+void esbulk__doc_own_lines(esbulk__doc_t *d);
+
+#endif

@@ -1,0 +1,222 @@
+/* Document memory (lib/docmem.c): records from slabs, request lines in
+ * shared blocks, blocks reused only once every document in them let go,
+ * lines moved out for a retry, and all of it from several threads. */
+#include "docmem.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A document with lines_max bytes of room, filled with a pattern of n bytes
+ * that names it (the rest of the room given back). */
+static esbulk__doc_t *take_filled(esbulk__docmem_t *dm, size_t lines_max, size_t n, unsigned tag)
+{
+    esbulk__doc_t *d;
+    char *p;
+    size_t i;
+
+    ck_assert_int_eq(esbulk__docmem_take(dm, lines_max, &d, &p), ESBULK_OK);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_eq(d->lines, NULL); /* the caller sets it */
+    for (i = 0; i < n; i++)
+        p[i] = (char)('a' + (tag + i) % 26);
+    p[n] = '\0';
+    d->lines = p;
+    d->lines_len = n;
+    esbulk__docmem_trim(d, lines_max);
+    d->opaque = (void *)(uintptr_t)tag;
+    return d;
+}
+
+static int intact(const esbulk__doc_t *d)
+{
+    unsigned tag = (unsigned)(uintptr_t)d->opaque;
+    size_t i;
+
+    for (i = 0; i < d->lines_len; i++)
+        if (d->lines[i] != (char)('a' + (tag + i) % 26))
+            return 0;
+    return d->lines[d->lines_len] == '\0';
+}
+
+#define N 20000
+
+START_TEST(test_regions_apart_and_trimmed)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    static esbulk__doc_t *docs[N];
+    size_t i;
+
+    ck_assert_ptr_nonnull(dm);
+    for (i = 0; i < N; i++)
+        docs[i] = take_filled(dm, 300, 100 + i % 150, (unsigned)i);
+    for (i = 0; i < N; i++)
+        ck_assert_msg(intact(docs[i]), "document %zu overwritten", i);
+    /* trimmed: the next one starts right after the last one's lines */
+    for (i = 1; i < N; i++)
+        if (docs[i]->block == docs[i - 1]->block)
+            ck_assert_uint_eq(docs[i]->lines_off,
+                              docs[i - 1]->lines_off + docs[i - 1]->lines_len + 1);
+    for (i = 0; i < N; i++)
+        esbulk__doc_free(docs[i]);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+START_TEST(test_blocks_reused_only_when_empty)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    static esbulk__doc_t *docs[N];
+    esbulk__doc_t *keep, *d;
+    struct esbulk__block_s *first;
+    size_t i;
+
+    /* one document holds the first block: it is not handed out again */
+    keep = take_filled(dm, 200, 200, 7);
+    first = keep->block;
+    for (i = 0; i < N; i++)
+        docs[i] = take_filled(dm, 200, 200, (unsigned)i); /* ~4 MiB: several blocks */
+    for (i = 0; i < N; i++)
+        esbulk__doc_drop_lines(docs[i]);
+    for (i = 0; i < N; i++) {
+        d = take_filled(dm, 200, 200, (unsigned)i + 1);
+        ck_assert_ptr_ne(d->block, first);
+        esbulk__doc_free(d);
+    }
+    ck_assert(intact(keep));
+    /* moved out for a retry: the lines stay, the block is free again */
+    esbulk__doc_own_lines(keep);
+    ck_assert_ptr_null(keep->block);
+    ck_assert(intact(keep));
+    for (i = 0; i < N; i++)
+        esbulk__doc_free(docs[i]);
+    /* records come back from the free list */
+    d = take_filled(dm, 10, 10, 1);
+    ck_assert(d->dm == dm);
+    esbulk__doc_free(d);
+    esbulk__doc_free(keep);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+START_TEST(test_large_and_empty)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__doc_t *big, *none;
+    char *p;
+
+    big = take_filled(dm, 600 * 1024, 600 * 1024, 3); /* more than a quarter block */
+    ck_assert_ptr_null(big->block);
+    ck_assert(intact(big));
+    ck_assert_int_eq(esbulk__docmem_take(dm, 0, &none, &p), ESBULK_OK);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_null(none->block);
+    esbulk__doc_free(big);
+    esbulk__doc_free(none);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+/* Two adding threads and one that lets go of lines (as the I/O thread does)
+ * and frees records (as the serving thread does). */
+#define PER_THREAD 50000
+#define RING 4096
+
+typedef struct {
+    esbulk__docmem_t *dm;
+    pthread_mutex_t lock;
+    esbulk__doc_t *ring[RING];
+    size_t head, tail;
+    int producers_done;
+    size_t bad;
+} shared_t;
+
+static void *producer(void *arg)
+{
+    shared_t *sh = arg;
+    size_t i;
+
+    for (i = 0; i < PER_THREAD; i++) {
+        esbulk__doc_t *d = take_filled(sh->dm, 260, 60 + i % 200, (unsigned)i);
+
+        for (;;) {
+            pthread_mutex_lock(&sh->lock);
+            if (sh->head - sh->tail < RING) {
+                sh->ring[sh->head++ % RING] = d;
+                pthread_mutex_unlock(&sh->lock);
+                break;
+            }
+            pthread_mutex_unlock(&sh->lock);
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    shared_t *sh = arg;
+    size_t seen = 0;
+
+    while (seen < 2 * PER_THREAD) {
+        esbulk__doc_t *d = NULL;
+
+        pthread_mutex_lock(&sh->lock);
+        if (sh->tail < sh->head)
+            d = sh->ring[sh->tail++ % RING];
+        pthread_mutex_unlock(&sh->lock);
+        if (d == NULL) {
+            sched_yield();
+            continue;
+        }
+        if (!intact(d))
+            sh->bad++;
+        if (seen % 3 == 0)
+            esbulk__doc_own_lines(d);
+        esbulk__doc_free(d);
+        seen++;
+    }
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    static shared_t sh;
+    pthread_t a, b, c;
+
+    memset(&sh, 0, sizeof(sh));
+    sh.dm = esbulk__docmem_new();
+    pthread_mutex_init(&sh.lock, NULL);
+    ck_assert_int_eq(pthread_create(&c, NULL, consumer, &sh), 0);
+    ck_assert_int_eq(pthread_create(&a, NULL, producer, &sh), 0);
+    ck_assert_int_eq(pthread_create(&b, NULL, producer, &sh), 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pthread_join(c, NULL);
+    ck_assert_uint_eq(sh.bad, 0);
+    pthread_mutex_destroy(&sh.lock);
+    esbulk__docmem_destroy(sh.dm);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("docmem");
+    TCase *tc = tcase_create("docmem");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_regions_apart_and_trimmed);
+    tcase_add_test(tc, test_blocks_reused_only_when_empty);
+    tcase_add_test(tc, test_large_and_empty);
+    tcase_add_test(tc, test_threads);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
