@@ -68,5 +68,7 @@ void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_
                              int32_t status, const char *error_type, const char *reason);
 /* Frees d and all it holds (docmem.c: a record from a slab goes back). */
 void esbulk__doc_free(esbulk__doc_t *d);
+/* Frees every document of a list linked by next (one lock for the records). */
+void esbulk__doc_free_list(esbulk__doc_t *head);
 
 #endif

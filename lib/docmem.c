@@ -205,6 +205,18 @@ void esbulk__doc_own_lines(esbulk__doc_t *d)
     d->lines = p;
 }
 
+/* What d holds besides its record. */
+static void doc_clear(esbulk__doc_t *d)
+{
+    esbulk__doc_drop_lines(d);
+    free(d->strs_own);
+    free(d->r_index);
+    free(d->r_id);
+    free(d->r_result_own);
+    free(d->r_error_type);
+    free(d->r_error_reason);
+}
+
 /* Records from a slab go back to its free list; others were allocated alone
  * (the engine core's unit tests make them with calloc). */
 void esbulk__doc_free(esbulk__doc_t *d)
@@ -213,13 +225,7 @@ void esbulk__doc_free(esbulk__doc_t *d)
 
     if (d == NULL)
         return;
-    esbulk__doc_drop_lines(d);
-    free(d->strs_own);
-    free(d->r_index);
-    free(d->r_id);
-    free(d->r_result_own);
-    free(d->r_error_type);
-    free(d->r_error_reason);
+    doc_clear(d);
     if ((dm = d->dm) == NULL) {
         free(d);
         return;
@@ -227,5 +233,32 @@ void esbulk__doc_free(esbulk__doc_t *d)
     pthread_mutex_lock(&dm->lock);
     d->next = dm->free_docs;
     dm->free_docs = d;
+    pthread_mutex_unlock(&dm->lock);
+}
+
+void esbulk__doc_free_list(esbulk__doc_t *head)
+{
+    esbulk__doc_t *d, *next, *first = NULL, *last = NULL;
+    esbulk__docmem_t *dm = NULL;
+
+    for (d = head; d != NULL; d = next) {
+        next = d->next;
+        if (d->dm == NULL || (dm != NULL && d->dm != dm)) {
+            esbulk__doc_free(d);
+            continue;
+        }
+        doc_clear(d);
+        dm = d->dm;
+        d->next = first;
+        first = d;
+        if (last == NULL)
+            last = d;
+    }
+    if (first == NULL)
+        return;
+    /* one lock for all of them */
+    pthread_mutex_lock(&dm->lock);
+    last->next = dm->free_docs;
+    dm->free_docs = first;
     pthread_mutex_unlock(&dm->lock);
 }

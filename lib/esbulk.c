@@ -686,7 +686,7 @@ static void pull_absorb(esbulk_t *eb)
 static int32_t serve(esbulk_t *eb)
 {
     esbulk__queue_t q;
-    esbulk__doc_t *d, *next;
+    esbulk__doc_t *d;
     const esbulk_result_t *batch[RESULTS_BATCH];
     size_t n = 0;
     int32_t served = 0;
@@ -731,10 +731,7 @@ static int32_t serve(esbulk_t *eb)
             c->served += served;
     }
     pthread_mutex_unlock(&eb->lock);
-    for (d = q.head; d != NULL; d = next) {
-        next = d->next;
-        esbulk__doc_free(d);
-    }
+    esbulk__doc_free_list(q.head);
     return served;
 }
 

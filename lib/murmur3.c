@@ -1,6 +1,8 @@
 /* Murmur3 x86_32 (seed 0) over UTF-16LE code units, fed from UTF-8. */
 #include "murmur3.h"
 
+#include <string.h>
+
 #define C1 0xcc9e2d51u
 #define C2 0x1b873593u
 
@@ -125,6 +127,13 @@ int esbulk__utf8_valid(const char *s, size_t len)
     size_t i = 0;
 
     while (i < len) {
+        uint64_t v;
+
+        /* ASCII eight bytes at a time */
+        if (i + 8 <= len && (memcpy(&v, u + i, 8), (v & 0x8080808080808080ULL) == 0)) {
+            i += 8;
+            continue;
+        }
         if (u[i] < 0x80) {
             i++;
             continue;

@@ -7,12 +7,32 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* A byte of v below 0x20, '"' or '\\' (eight at a time: a byte b is zero
+ * exactly when (b - 1) & ~b has its high bit; no false negatives, and the
+ * bytewise loop below finds which). */
+static int needs_escape8(uint64_t v)
+{
+    uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+
+    return (((v - ONES * 0x20) & ~v) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS ? 1 : 0;
+}
+
 /* The first byte of s that JSON must escape, or len. */
 static size_t plain_prefix(const char *s, size_t len)
 {
-    size_t i;
+    size_t i = 0;
 
-    for (i = 0; i < len; i++) {
+    for (; i + 8 <= len; i += 8) {
+        uint64_t v;
+
+        memcpy(&v, s + i, 8);
+        if (needs_escape8(v))
+            break;
+    }
+    for (; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
 
         if (c < 0x20 || c == '"' || c == '\\')

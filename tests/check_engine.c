@@ -6,11 +6,13 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------- */
@@ -403,6 +405,47 @@ START_TEST(test_full_buffer_sends_now)
 }
 END_TEST
 
+/* Escaping, eight bytes at a time then bytewise: each byte JSON must escape
+ * at every position of a 24-byte string, against jansson's encoding; bytes
+ * from 0x20 up (UTF-8 included) go as they are. */
+START_TEST(test_json_string_every_position)
+{
+    static const unsigned char special[] = {'"', '\\', '\n', '\r', '\t', 0x01, 0x1f, 0x00};
+    char in[32];
+    size_t p, k;
+
+    for (p = 0; p < 24; p++)
+        for (k = 0; k < sizeof(special); k++) {
+            esbulk__buf_t b;
+            json_t *js;
+            char *want;
+
+            memset(in, 'a', 24);
+            in[p] = (char)special[k];
+            esbulk__buf_init(&b, 1 << 10);
+            ck_assert_int_eq(esbulk__json_string(&b, in, 24), ESBULK_OK);
+            js = json_stringn(in, 24);
+            want = json_dumps(js, JSON_ENCODE_ANY);
+            ck_assert_msg(strcasecmp(b.data, want) == 0, "byte 0x%02x at %zu: %s, want %s",
+                          special[k], p, b.data, want);
+            free(want);
+            json_decref(js);
+            esbulk__buf_free(&b);
+        }
+    for (p = 0; p < 24; p++) {
+        esbulk__buf_t b;
+
+        memset(in, 'a', 24);
+        in[p] = p % 2 ? ' ' : (char)0x7f;
+        esbulk__buf_init(&b, 1 << 10);
+        ck_assert_int_eq(esbulk__json_string(&b, in, 24), ESBULK_OK);
+        ck_assert_uint_eq(b.len, 26);
+        ck_assert(memcmp(b.data + 1, in, 24) == 0);
+        esbulk__buf_free(&b);
+    }
+}
+END_TEST
+
 /* Documents that came in after the I/O thread took incoming, without a
  * wake-up (it was awake): it sleeps no longer than the oldest one's
  * interval, and not at all once enough have come. */
@@ -695,6 +738,7 @@ int main(void)
     tcase_add_test(pure, test_body_line);
     tcase_add_test(pure, test_ids);
     tcase_add_test(pure, test_handoff_sleep);
+    tcase_add_test(pure, test_json_string_every_position);
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_queue_full_at_once);

@@ -141,6 +141,31 @@ START_TEST(test_long_id)
 }
 END_TEST
 
+/* The ASCII fast path (eight bytes at a time) against the bytewise rule:
+ * a bad byte, a good multibyte sequence and a truncated one at every
+ * position of a 24-byte string. */
+START_TEST(test_utf8_valid_every_position)
+{
+    char buf[32];
+    size_t p;
+
+    for (p = 0; p < 24; p++) {
+        memset(buf, 'a', 24);
+        ck_assert(esbulk__utf8_valid(buf, 24));
+        buf[p] = (char)0xff;
+        ck_assert_msg(!esbulk__utf8_valid(buf, 24), "0xff at %zu accepted", p);
+        buf[p] = (char)0x80; /* a lone continuation byte */
+        ck_assert_msg(!esbulk__utf8_valid(buf, 24), "0x80 at %zu accepted", p);
+        if (p + 1 < 24) {
+            buf[p] = (char)0xc3; /* U+00E9 */
+            buf[p + 1] = (char)0xa9;
+            ck_assert_msg(esbulk__utf8_valid(buf, 24), "U+00E9 at %zu refused", p);
+            ck_assert_msg(!esbulk__utf8_valid(buf, p + 1), "truncated at %zu accepted", p);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("murmur3");
@@ -149,6 +174,7 @@ int main(void)
     int failed;
 
     tcase_add_test(tc, test_published_vectors);
+    tcase_add_test(tc, test_utf8_valid_every_position);
     tcase_add_test(tc, test_negative_hash_is_signed);
     tcase_add_test(tc, test_u32_to_i32);
     tcase_add_test(tc, test_server_vectors);
