@@ -83,6 +83,28 @@ public class GenVectors {
                         + (routing == null ? "-" : hex(routing)));
                 }
             }
+            // Partitioned routing whose hash lies within the partition size of
+            // Integer.MAX_VALUE: hash + offset wraps around in Java int addition
+            // for the larger offsets. Routing shards not a power of two (768,
+            // 640), where a sum computed without the wraparound lands elsewhere.
+            int[][] wrapLayouts = {{6, 768, 100}, {5, 640, 64}};
+            for (int[] l : wrapLayouts) {
+                IndexMetadata m = meta(l[0], l[1], l[2]);
+                int found = 0;
+                for (long k = 0; found < 2; k++) {
+                    String routing = "wrap" + l[2] + "-" + k;
+                    int h = Murmur3HashFunction.hash(routing);
+                    if (h < Integer.MAX_VALUE - (l[2] - 1) || h > Integer.MAX_VALUE - l[2] / 2)
+                        continue; // and at least a few offsets (0..partition-1) wrap
+                    found++;
+                    for (int i = 0; i < 40; i++) {
+                        String id = "id" + i;
+                        int shard = OperationRouting.generateShardId(m, id, routing);
+                        w.println(l[0] + "\t" + l[1] + "\t" + l[2] + "\t" + shard + "\t" + hex(id)
+                            + "\t" + hex(routing));
+                    }
+                }
+            }
         }
     }
 }
