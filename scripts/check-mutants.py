@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Mutation checks: applies small mutations of lib/, one at a time, to a copy
-of the sources, builds the library and the fast unit tests (tests/check_*.c)
-and runs them; a mutation is caught when at least one test fails. Prints a
+of the sources, builds the library and the fast unit tests (tests/check_*.c,
+and the fuzz harnesses replayed over their committed inputs, as
+tests/fuzz_replay.test does) and runs them; a mutation is caught when at
+least one of them fails. Prints a
 table mutation -> the tests that caught it, and fails if any survives.
 
     scripts/check-mutants.py [--builddir DIR] [--keep] [NAME...]
@@ -73,6 +75,7 @@ MUTANTS = [
      "a failed alias lookup hands out a default one-shard layout (the fuzzer's find)"),
 ]
 
+FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
          "check_engine", "check_core", "check_misuse", "check_pull"]
 
@@ -103,9 +106,9 @@ def main():
                 continue
             t0 = time.time()
             tree = os.path.join(work, name)
-            for d in ("lib", "include", "tests"):
+            for d in ("lib", "include", "tests", "examples"):
                 shutil.copytree(os.path.join(src, d), os.path.join(tree, d),
-                                ignore=shutil.ignore_patterns("fuzz", "cluster", "python-*", "*.o"))
+                                ignore=shutil.ignore_patterns("cluster", "python-*", "*.o"))
             target = os.path.join(tree, path)
             text = open(target).read()
             if text.count(old) != 1:
@@ -137,6 +140,25 @@ def main():
                         caught.append(u)
                 except subprocess.TimeoutExpired:
                     caught.append(u + " (timeout)")
+            # the fuzz harnesses over their committed seeds and regression inputs
+            for h in FUZZ:
+                exe = os.path.join(tree, "replay_" + h)
+                extra = ["-Wl,--wrap=esbulk__http_request"] if h == "topology" else []
+                r = run([cc] + flags + ["-I" + tree + "/examples",
+                                        os.path.join(tree, "tests/fuzz/fuzz_%s.c" % h),
+                                        os.path.join(tree, "tests/fuzz/replay.c")] + objs + pc +
+                        extra + ["-lpthread", "-lm", "-o", exe])
+                if r.returncode != 0:
+                    sys.exit("check-mutants: %s: replay_%s does not build:\n%s"
+                             % (name, h, r.stdout))
+                dirs = [d for d in (os.path.join(tree, "tests/fuzz/corpus/fuzz_" + h),
+                                    os.path.join(tree, "tests/fuzz/regress/fuzz_" + h))
+                        if os.path.isdir(d)]
+                try:
+                    if run([exe] + dirs, env=env, timeout=120).returncode != 0:
+                        caught.append("fuzz_" + h + " inputs")
+                except subprocess.TimeoutExpired:
+                    caught.append("fuzz_" + h + " inputs (timeout)")
             if not caught:
                 survived += 1
             rows.append((name, what, caught, time.time() - t0))

@@ -426,13 +426,15 @@ static int run_parsers(void)
 }
 
 #define NDOCS 12
-static atomic_int results[NDOCS];
+static atomic_int results[NDOCS], indexed;
 
 static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
 {
     intptr_t i = (intptr_t)esbulk_result_opaque(result);
 
     (void)eb; (void)opaque;
+    if (esbulk_result_outcome(result) == ESBULK_OUTCOME_INDEXED)
+        atomic_fetch_add(&indexed, 1);
     if (i >= 1 && i <= NDOCS)
         atomic_fetch_add(&results[i - 1], 1);
     else
@@ -564,7 +566,17 @@ int main(int argc, char **argv)
             continue;
         /* two clean runs: the first sets up what lives for the process */
         scenarios[i].run();
+        atomic_store(&indexed, 0);
         if (one(&scenarios[i], 0, &total) != 0) {
+            fails++;
+            continue;
+        }
+        /* the clean run really went through the server: every document but
+         * the 4th of each request indexed */
+        if (i == 1 && (atomic_load(&indexed) < NDOCS - 4 || atomic_load(&indexed) == NDOCS ||
+                       atomic_load(&bulk_requests) == 0)) {
+            fprintf(stderr, "FAIL: the clean engine run indexed %d of %d documents\n",
+                    atomic_load(&indexed), NDOCS);
             fails++;
             continue;
         }

@@ -60,6 +60,11 @@ public class GenVectors {
         try (PrintWriter w = new PrintWriter(args[0] + "/murmur3_vectors.tsv", "UTF-8")) {
             w.println("# hash<TAB>UTF-8 hex; by OpenSearch " + Version.CURRENT + " Murmur3HashFunction");
             for (String s : strs) w.println(Murmur3HashFunction.hash(s) + "\t" + hex(s));
+            // Code points far above the emoji: surrogate pairs whose high half
+            // uses every bit (U+50000 and up), the last code point, tags.
+            String[] high = {"\udbff\udfff", "\udb40\udc41\udb40\udc7f", "\udb80\udc00",
+                "a\ud940\udc00b", "\ud9c0\ude00\u00e9", "\udbbf\udffd", "x\udb00\udc01y"};
+            for (String s : high) w.println(Murmur3HashFunction.hash(s) + "\t" + hex(s));
         }
         // shards, routing_num_shards (as the server would store it), partition size
         int[][] layouts = {{1, 1024, 1}, {2, 1024, 1}, {3, 768, 1}, {5, 640, 1}, {6, 768, 1},
