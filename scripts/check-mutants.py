@@ -67,6 +67,10 @@ MUTANTS = [
      """            m3_unit(&st, 0xd800 + (v >> 10));""",
      """            m3_unit(&st, 0xd800 + ((v >> 10) & 0xff));""",
      "the high surrogate of a code point from U+50000 up loses its top bits"),
+    ("conf-max-exclusive", "lib/conf.c",
+     """        if (v < prop->min || v > prop->max) {""",
+     """        if (v < prop->min || v >= prop->max) {""",
+     "an integer setting refuses its documented maximum"),
     ("state-transport-default-layout", "lib/topology.c",
      """    if (err != ESBULK_OK)
         goto out; /* not done: that would hand out a default layout as the index's */""",

@@ -1,7 +1,8 @@
 /* libFuzzer harness: the configuration parser (lib/conf.c) and the "urls"
  * parser (lib/http.c). Input: lines "key=value". Checks: a set that
  * succeeds reads back as given (secrets as "[redacted]") and, for an integer
- * key, holds the decimal value strtoll reads; a refused set leaves the old
+ * key, holds the decimal value strtoll reads (sets are accepted exactly when
+ * the value fits the property's type and range); a refused set leaves the old
  * value; a copy equals the original; every parsed seed URL is
  * http[s]://host:port[/path] with no credentials left in it. */
 #include "conf.h"
@@ -31,6 +32,73 @@ static int key_id(const char *key)
 static int is_secret(const char *key)
 {
     return strstr(key, "password") || strstr(key, "api_key") || strstr(key, "bearer");
+}
+
+/* The property table, from the same X-macro as lib/conf.c. */
+#define ROW(ID, key, type, def, min, max, enums, secret) \
+    {ESBULK__CT_##type, (int64_t)(min), (int64_t)(max), enums},
+static const struct {
+    esbulk__ctype_t type;
+    int64_t min, max;
+    const char *enums;
+} props[] = {ESBULK__CONF_PROPS(ROW)};
+#undef ROW
+
+/* What a set of value must do, by the property's type, from first
+ * principles: an INT is a whole decimal strtoll reads, within [min, max];
+ * a BOOL one of true/false/1/0/yes/no; an ENUM one of its names; a STR
+ * anything. */
+static void expect_value(const char *key, int id, const char *value, esbulk_err_t err,
+                         const esbulk_conf_t *conf)
+{
+    int ok = 1;
+    int64_t num = 0;
+
+    switch (props[id].type) {
+    case ESBULK__CT_STR:
+        break;
+    case ESBULK__CT_BOOL:
+        ok = !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes") ||
+             !strcmp(value, "false") || !strcmp(value, "0") || !strcmp(value, "no");
+        num = !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes");
+        break;
+    case ESBULK__CT_ENUM: {
+        const char *p = props[id].enums;
+        size_t n = strlen(value);
+        int i = 0;
+
+        ok = 0;
+        while (p != NULL && !ok) {
+            const char *bar = strchr(p, '|');
+            size_t len = bar ? (size_t)(bar - p) : strlen(p);
+
+            if (len == n && memcmp(p, value, n) == 0) {
+                ok = 1;
+                num = i;
+            }
+            p = bar ? bar + 1 : NULL;
+            i++;
+        }
+        break;
+    }
+    case ESBULK__CT_INT: {
+        char *end;
+        long long v;
+
+        errno = 0;
+        v = strtoll(value, &end, 10);
+        ok = errno == 0 && end != value && *end == '\0' && v >= props[id].min &&
+             v <= props[id].max;
+        num = v;
+        break;
+    }
+    }
+    if (ok != (err == ESBULK_OK))
+        FAIL("%s=\"%s\": set returned %d, expected %s", key, value, err,
+             ok ? "success" : "a refusal");
+    if (ok && props[id].type != ESBULK__CT_STR && esbulk__conf_int(conf, (esbulk__cid_t)id) != num)
+        FAIL("%s=\"%s\" holds %lld, expected %lld", key, value,
+             (long long)esbulk__conf_int(conf, (esbulk__cid_t)id), (long long)num);
 }
 
 static void check_urls(const esbulk_conf_t *conf)
@@ -69,8 +137,9 @@ static void check_urls(const esbulk_conf_t *conf)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static char before[1 << 17], after[1 << 17]; /* any value a 64 KiB input holds */
     esbulk_conf_t *conf = esbulk_conf_new(), *dup;
-    char *text = malloc(size + 1), *line, *save = NULL, before[4096], after[4096], errstr[256];
+    char *text = malloc(size + 1), *line, *save = NULL, errstr[256];
     int i;
 
     if (conf == NULL || text == NULL)
@@ -78,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        char *eq = strchr(line, '='), *end;
+        char *eq = strchr(line, '=');
         const char *value;
         esbulk_err_t err;
         size_t len;
@@ -104,23 +173,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (err != ESBULK_OK) {
             if (strcmp(before, after) != 0)
                 FAIL("a refused set of %s changed it", line);
-            continue;
-        }
-        if (strcmp(after, is_secret(line) && *value ? "[redacted]" : value) != 0)
+        } else if (strcmp(after, is_secret(line) && *value ? "[redacted]" : value) != 0) {
             FAIL("%s reads back as \"%s\", set to \"%s\"", line, after, value);
-        if (esbulk__conf_enum_name((esbulk__cid_t)id, 0) == NULL &&
-            strcmp(value, "true") && strcmp(value, "false") && strcmp(value, "yes") &&
-            strcmp(value, "no") && esbulk__conf_str(conf, (esbulk__cid_t)id) != NULL) {
-            long long v;
-
-            errno = 0;
-            v = strtoll(value, &end, 10);
-            if (errno == 0 && end != value && *end == '\0' &&
-                esbulk__conf_int(conf, (esbulk__cid_t)id) != v &&
-                esbulk__conf_int(conf, (esbulk__cid_t)id) != 0)
-                FAIL("%s=%s holds %lld", line, value,
-                     (long long)esbulk__conf_int(conf, (esbulk__cid_t)id));
         }
+        expect_value(line, id, value, err, conf);
     }
     dup = esbulk_conf_dup(conf);
     if (dup == NULL)
