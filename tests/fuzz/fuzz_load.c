@@ -88,7 +88,8 @@ static esbulk_err_t fuzz_add(esbulk_t *eb, esbulk_op_t op, const char *index, co
     for (i = 0; i < routing_len; i++) sink += (unsigned char)routing[i];
     for (i = 0; i < body_len; i++) sink += (unsigned char)body[i];
     for (i = 0; index[i]; i++) sink += (unsigned char)index[i];
-    if (cur->format != FMT_BULK && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE) &&
+    /* NDJSON given (with auto, a file may turn out to be _bulk: ids from its action lines) */
+    if (cur->format == FMT_NDJSON && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE) &&
         (cur->id_field || cur->routing_field)) {
         json_t *o = json_loadb(body, body_len, JSON_REJECT_DUPLICATES, NULL);
 
