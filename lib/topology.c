@@ -852,7 +852,9 @@ static esbulk_err_t fetch_index(esbulk_topology_t *topo, esbulk__cluster_t *c, c
     if ((esc = esbulk__url_escape(name)) == NULL)
         goto out;
     err = resolve_name(topo, e, esc, errstr, errstr_size);
-    if (err != ESBULK_OK || e->state != ESBULK__IDX_OK)
+    if (err != ESBULK_OK)
+        goto out; /* not done: that would hand out a default layout as the index's */
+    if (e->state != ESBULK__IDX_OK)
         goto done;
     err = ESBULK_ERR_NOMEM;
     if ((wesc = esbulk__url_escape(e->write_index)) == NULL)

@@ -670,6 +670,35 @@ START_TEST(test_retry_max)
 }
 END_TEST
 
+/* A document whose first attempt may have been applied (HTTP 500) stays
+ * POSSIBLY when it gives up later for other reasons (503s, retry.max used
+ * up), never INDEXED or FAILED; one that never met an ambiguous answer is
+ * FAILED. */
+START_TEST(test_give_up_after_ambiguous_is_possibly)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    int attempt;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.retry_max = 2;
+    fx_open(&cf);
+    add(1, "amb", now);
+    for (attempt = 1; attempt <= 3; attempt++) {
+        esbulk__core_tick(fx.core, now);
+        s = must_send(1, now);
+        ck_assert_int_eq(s->docs[0]->attempts, attempt);
+        answer_http(s, attempt == 1 ? 500 : 503,
+                    "{\"error\":{\"type\":\"x\",\"reason\":\"y\"},\"status\":500}", now);
+        now += cf.backoff_max_ms;
+    }
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    expect(1, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_RETRIES_EXHAUSTED, 503);
+    fx_close();
+}
+END_TEST
+
 /* delivery.timeout.ms: a retry that would come after the deadline gives up;
  * a document that waits in a queue past it fails there. */
 START_TEST(test_delivery_timeout)
@@ -1009,6 +1038,7 @@ int main(void)
     tcase_add_test(tc, test_ambiguous_with_and_without_id);
     tcase_add_test(tc, test_409_after_ambiguous_create);
     tcase_add_test(tc, test_413_split_to_one);
+    tcase_add_test(tc, test_give_up_after_ambiguous_is_possibly);
     tcase_add_test(tc, test_item_retry_goes_first);
     tcase_add_test(tc, test_retry_max);
     tcase_add_test(tc, test_delivery_timeout);

@@ -154,34 +154,114 @@ START_TEST(test_mod_function)
 }
 END_TEST
 
-/* hash(routing) + offset wraps around like Java int addition. */
+/* One row of tests/data/route_vectors.tsv ("shards routing_shards partition
+ * shard id_hex routing_hex", computed by the server's own OperationRouting);
+ * 0 at the end of the file. */
+typedef struct {
+    int shards, rs, part, want;
+    char id[2048], routing[2048];
+    size_t idlen, rlen;
+} vec_t;
+
+static void unhex(const char *hex, char *out, size_t *len)
+{
+    size_t i;
+
+    *len = 0;
+    for (i = 0; hex[i] && hex[i + 1]; i += 2) {
+        unsigned v;
+        sscanf(hex + i, "%2x", &v);
+        out[(*len)++] = (char)v;
+    }
+}
+
+static int next_vector(FILE *f, vec_t *v)
+{
+    char line[8192], idhex[4096], rhex[4096];
+    int fields;
+
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#')
+            continue;
+        rhex[0] = '\0';
+        fields = sscanf(line, "%d\t%d\t%d\t%d\t%4095s\t%4095s", &v->shards, &v->rs, &v->part,
+                        &v->want, idhex, rhex);
+        ck_assert_msg(fields >= 5, "bad line: %s", line);
+        if (strcmp(rhex, "-") == 0)
+            rhex[0] = '\0';
+        unhex(idhex, v->id, &v->idlen);
+        unhex(rhex, v->routing, &v->rlen);
+        return 1;
+    }
+    return 0;
+}
+
+static FILE *open_vectors(void)
+{
+    char path[4096];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/tests/data/route_vectors.tsv",
+             getenv("top_srcdir") ? getenv("top_srcdir") : ".");
+    f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    return f;
+}
+
+static int32_t vector_shard(const vec_t *v)
+{
+    esbulk_layout_t *l = esbulk_layout_new();
+    int32_t got = -1;
+
+    esbulk_layout_set_shards(l, v->shards);
+    esbulk_layout_set_routing_shards(l, v->rs);
+    esbulk_layout_set_partition_size(l, v->part);
+    ck_assert_int_eq(esbulk_layout_shard(l, v->id, v->idlen, v->routing, v->rlen, &got),
+                     ESBULK_OK);
+    esbulk_layout_destroy(l);
+    return got;
+}
+
+/* hash(routing) + offset wraps around like Java int addition: the server's
+ * answers for routing values that hash within the partition size of
+ * INT32_MAX, with routing shards that are not a power of two (768, 640),
+ * where a sum kept in 64 bits lands on another shard. */
 START_TEST(test_partition_overflow)
 {
-    /* "r8868765" hashes to INT32_MAX - 44 (found by search, checked here):
-     * with 100 partitions, offsets above 44 make the sum wrap negative. */
     static const char routing[] = "r8868765";
-    esbulk_layout_t *l = esbulk_layout_new();
-    int32_t hash, s, i, wrapped = 0;
+    int32_t hash;
+    int rows = 0, wrapped = 0, differs = 0;
+    FILE *f = open_vectors();
+    vec_t v;
 
+    /* the hash function itself near the edge (murmur3_vectors.tsv checks it widely) */
     ck_assert_int_eq(esbulk_route_hash(routing, strlen(routing), &hash), ESBULK_OK);
     ck_assert_int_eq(hash, INT32_MAX - 44);
-    esbulk_layout_set_shards(l, 128);
-    esbulk_layout_set_partition_size(l, 100);
-    for (i = 0; i < 500; i++) {
-        char id[16];
-        int32_t id_hash, off, sum, rs = 1024;
+    while (next_vector(f, &v)) {
+        int32_t id_hash, rh;
+        int64_t sum, rs = v.rs;
 
-        snprintf(id, sizeof(id), "id%d", i);
-        esbulk_route_hash(id, strlen(id), &id_hash);
-        off = ((id_hash % 100) + 100) % 100;
-        sum = esbulk__u32_to_i32((uint32_t)hash + (uint32_t)off);
-        wrapped += sum < 0;
-        ck_assert_int_eq(esbulk_layout_shard(l, id, strlen(id), routing, strlen(routing), &s),
-                         ESBULK_OK);
-        ck_assert_int_eq(s, ((sum % rs) + rs) % rs / (rs / 128));
+        if (v.part <= 1 || v.rlen == 0)
+            continue;
+        ck_assert_int_eq(esbulk_route_hash(v.routing, v.rlen, &rh), ESBULK_OK);
+        ck_assert_int_eq(esbulk_route_hash(v.id, v.idlen, &id_hash), ESBULK_OK);
+        if ((int64_t)rh < (int64_t)INT32_MAX - v.part + 1)
+            continue;
+        rows++;
+        sum = (int64_t)rh + ((id_hash % v.part) + v.part) % v.part;
+        if (sum > INT32_MAX) {
+            wrapped++;
+            /* without the wraparound the shard would be this one */
+            differs += (int)(((sum % rs) + rs) % rs / (rs / v.shards)) != v.want;
+        }
+        ck_assert_msg(vector_shard(&v) == v.want, "id %.*s routing %.*s: got %d, server %d",
+                      (int)v.idlen, v.id, (int)v.rlen, v.routing, vector_shard(&v), v.want);
     }
-    ck_assert_int_gt(wrapped, 100);
-    esbulk_layout_destroy(l);
+    fclose(f);
+    /* the file must keep enough rows that tell the two sums apart */
+    ck_assert_int_ge(rows, 120);
+    ck_assert_msg(wrapped >= 20 && differs >= 10, "%d rows wrap, %d would differ", wrapped,
+                  differs);
 }
 END_TEST
 
@@ -224,49 +304,19 @@ END_TEST
  * id_hex routing_hex", computed by the server's own OperationRouting. */
 START_TEST(test_server_vectors)
 {
-    char path[4096], line[8192];
-    FILE *f;
+    FILE *f = open_vectors();
     int n = 0;
+    vec_t v;
 
-    snprintf(path, sizeof(path), "%s/tests/data/route_vectors.tsv",
-             getenv("top_srcdir") ? getenv("top_srcdir") : ".");
-    f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    while (fgets(line, sizeof(line), f)) {
-        char idhex[4096] = "", rhex[4096] = "", id[2048], routing[2048];
-        int shards, rs, part, want, got, fields;
-        size_t idlen = 0, rlen = 0, i;
-        esbulk_layout_t *l;
+    while (next_vector(f, &v)) {
+        int32_t got = vector_shard(&v);
 
-        if (line[0] == '#')
-            continue;
-        fields = sscanf(line, "%d\t%d\t%d\t%d\t%4095s\t%4095s", &shards, &rs, &part, &want, idhex,
-                        rhex);
-        ck_assert_msg(fields >= 5, "bad line: %s", line);
-        if (strcmp(rhex, "-") == 0)
-            rhex[0] = '\0';
-        for (i = 0; idhex[i] && idhex[i + 1]; i += 2) {
-            unsigned v;
-            sscanf(idhex + i, "%2x", &v);
-            id[idlen++] = (char)v;
-        }
-        for (i = 0; rhex[i] && rhex[i + 1]; i += 2) {
-            unsigned v;
-            sscanf(rhex + i, "%2x", &v);
-            routing[rlen++] = (char)v;
-        }
-        l = esbulk_layout_new();
-        esbulk_layout_set_shards(l, shards);
-        esbulk_layout_set_routing_shards(l, rs);
-        esbulk_layout_set_partition_size(l, part);
-        ck_assert_int_eq(esbulk_layout_shard(l, id, idlen, routing, rlen, &got), ESBULK_OK);
-        ck_assert_msg(got == want, "line %d: %d shards, rs %d, p %d, id %s routing %s: got %d want %d",
-                      n, shards, rs, part, idhex, rhex, got, want);
-        esbulk_layout_destroy(l);
+        ck_assert_msg(got == v.want, "row %d: %d shards, rs %d, p %d: got %d want %d", n,
+                      v.shards, v.rs, v.part, got, v.want);
         n++;
     }
     fclose(f);
-    ck_assert_int_ge(n, 100);
+    ck_assert_int_ge(n, 500);
 }
 END_TEST
 

@@ -57,6 +57,15 @@ passed = 0
 failed = 0
 
 
+def native_threads():
+    """The process's thread count (the library's own threads included)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return -1
+
+
 def check(ok, what, detail=""):
     global passed, failed
     if ok:
@@ -740,6 +749,7 @@ def main():
                     (url, INDEX))
     check(st == 200 and body.get("status") == "green", "index %s is green" % INDEX, repr(body))
 
+    threads_before = native_threads()
     a = Handle("A", 0xA)
     b = Handle("B", 0xB)
     handles[a.tag] = a
@@ -797,6 +807,7 @@ def main():
         indexed[h.name] = check_results(h)
         check_stats(h, indexed[h.name])
 
+    late = 0
     for h in (a, b):
         h.poller = threading.get_ident()
         before = h.served()
@@ -809,9 +820,15 @@ def main():
                             7, 99999, errstr, len(errstr))
         check(rc == -16, "%s: esbulk_add after close -> ESBULK_ERR_CLOSED" % h.name,
               "rc %d" % rc)
+        served = h.served()
         lib.esbulk_destroy(h.eb)
         h.eb = None
-    check(True, "esbulk_destroy of both handles")
+        late += h.served() - served
+    threads_after = native_threads()
+    check(late == 0 and threads_after <= threads_before,
+          "esbulk_destroy of both handles: no callback ran in it, and the library's threads "
+          "are gone", "%d results during destroy; %d threads before the handles, %d after" %
+          (late, threads_before, threads_after))
 
     # The index holds exactly the indexed documents.
     http("POST", "%s/%s/_refresh" % (url, INDEX))

@@ -147,8 +147,10 @@ void seen_record(const esbulk_result_t *r)
     size_t i = (size_t)(uintptr_t)esbulk_result_opaque(r);
     seen_t *s;
 
-    if (i >= nseen)
+    if (i >= nseen) {
+        check(0, "a result carries opaque %zu, outside the test's %zu documents", i, nseen);
         return;
+    }
     s = &seen[i];
     s->results++;
     s->outcome = esbulk_result_outcome(r);
@@ -156,6 +158,7 @@ void seen_record(const esbulk_result_t *r)
     s->status = esbulk_result_status(r);
     s->attempts = esbulk_result_attempts(r);
     s->seq_no = esbulk_result_seq_no(r);
+    s->version = esbulk_result_version(r);
     snprintf(s->error_type, sizeof(s->error_type), "%s",
              esbulk_result_error_type(r) ? esbulk_result_error_type(r) : "");
     snprintf(s->reason, sizeof(s->reason), "%s",

@@ -33,14 +33,15 @@ typedef struct {
     char reason[512];
     char id[64];
     char result[16];
-    int64_t seq_no;
+    int64_t seq_no, version;
 } seen_t;
 
 extern seen_t *seen;
 extern size_t nseen;
 /* Forgets everything and makes room for n documents. */
 void seen_reset(size_t n);
-/* Records r under its opaque; ignores opaques past nseen. */
+/* Records r under its opaque; a result whose opaque is past nseen (not a
+ * document of the test) is a failed check. */
 void seen_record(const esbulk_result_t *r);
 
 /* Results of seen[from..to): how many did not get exactly one, how many

@@ -60,6 +60,11 @@ public class GenVectors {
         try (PrintWriter w = new PrintWriter(args[0] + "/murmur3_vectors.tsv", "UTF-8")) {
             w.println("# hash<TAB>UTF-8 hex; by OpenSearch " + Version.CURRENT + " Murmur3HashFunction");
             for (String s : strs) w.println(Murmur3HashFunction.hash(s) + "\t" + hex(s));
+            // Code points far above the emoji: surrogate pairs whose high half
+            // uses every bit (U+50000 and up), the last code point, tags.
+            String[] high = {"\udbff\udfff", "\udb40\udc41\udb40\udc7f", "\udb80\udc00",
+                "a\ud940\udc00b", "\ud9c0\ude00\u00e9", "\udbbf\udffd", "x\udb00\udc01y"};
+            for (String s : high) w.println(Murmur3HashFunction.hash(s) + "\t" + hex(s));
         }
         // shards, routing_num_shards (as the server would store it), partition size
         int[][] layouts = {{1, 1024, 1}, {2, 1024, 1}, {3, 768, 1}, {5, 640, 1}, {6, 768, 1},
@@ -81,6 +86,28 @@ public class GenVectors {
                     int shard = OperationRouting.generateShardId(m, id, routing);
                     w.println(l[0] + "\t" + l[1] + "\t" + l[2] + "\t" + shard + "\t" + hex(id) + "\t"
                         + (routing == null ? "-" : hex(routing)));
+                }
+            }
+            // Partitioned routing whose hash lies within the partition size of
+            // Integer.MAX_VALUE: hash + offset wraps around in Java int addition
+            // for the larger offsets. Routing shards not a power of two (768,
+            // 640), where a sum computed without the wraparound lands elsewhere.
+            int[][] wrapLayouts = {{6, 768, 100}, {5, 640, 64}};
+            for (int[] l : wrapLayouts) {
+                IndexMetadata m = meta(l[0], l[1], l[2]);
+                int found = 0;
+                for (long k = 0; found < 2; k++) {
+                    String routing = "wrap" + l[2] + "-" + k;
+                    int h = Murmur3HashFunction.hash(routing);
+                    if (h < Integer.MAX_VALUE - (l[2] - 1) || h > Integer.MAX_VALUE - l[2] / 2)
+                        continue; // and at least a few offsets (0..partition-1) wrap
+                    found++;
+                    for (int i = 0; i < 40; i++) {
+                        String id = "id" + i;
+                        int shard = OperationRouting.generateShardId(m, id, routing);
+                        w.println(l[0] + "\t" + l[1] + "\t" + l[2] + "\t" + shard + "\t" + hex(id)
+                            + "\t" + hex(routing));
+                    }
                 }
             }
         }

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Mutation checks: applies small mutations of lib/, one at a time, to a copy
+of the sources, builds the library and the fast unit tests (tests/check_*.c,
+and the fuzz harnesses replayed over their committed inputs, as
+tests/fuzz_replay.test does) and runs them; a mutation is caught when at
+least one of them fails. Prints a
+table mutation -> the tests that caught it, and fails if any survives.
+
+    scripts/check-mutants.py [--builddir DIR] [--keep] [NAME...]
+
+Each mutation is an exact text replacement that must match once: a change
+of lib/ that breaks it makes the script fail (refresh the mutation then)."""
+import argparse, os, shutil, subprocess, sys, tempfile, time
+
+# name, file, old text, new text, what a reviewer would call it
+MUTANTS = [
+    ("route-sum-64bit", "lib/route.c",
+     """            sum = (uint32_t)hash + (uint32_t)esbulk__floor_mod(id_hash, layout->partition_size);
+            hash = esbulk__u32_to_i32(sum);""",
+     """            {
+                int64_t s64 = (int64_t)hash + esbulk__floor_mod(id_hash, layout->partition_size);
+                int32_t rsh = esbulk_layout_routing_shards(layout);
+                (void)sum;
+                if (layout->fn != ESBULK_ROUTE_MOD && rsh >= layout->shards &&
+                    rsh % layout->shards == 0) {
+                    *shard = (int32_t)(((s64 % rsh) + rsh) % rsh / (rsh / layout->shards));
+                    return ESBULK_OK;
+                }
+                hash = (int32_t)(uint32_t)s64;
+            }""",
+     "the partition sum computed in 64 bits, without int32 wraparound"),
+    ("item-429-failed", "lib/core.c",
+     """        } else if (it->klass == ESBULK__ITEM_RETRY) {""",
+     """        } else if (it->klass == ESBULK__ITEM_RETRY && it->status != 429) {""",
+     "item-level 429s failed instead of retried"),
+    ("possibly-as-indexed", "lib/core.c",
+     """    deliver(c, doc, doc->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
+            dec == ESBULK__RETRY_GIVE_UP_MAX ? ESBULK_ERR_RETRIES_EXHAUSTED""",
+     """    deliver(c, doc, doc->ambiguous ? ESBULK_OUTCOME_INDEXED : ESBULK_OUTCOME_FAILED,
+            dec == ESBULK__RETRY_GIVE_UP_MAX ? ESBULK_ERR_RETRIES_EXHAUSTED""",
+     "a document given up after an ambiguous attempt delivered INDEXED, not POSSIBLY"),
+    ("no-id-possibly-as-indexed", "lib/core.c",
+     """        deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why);
+        return;""",
+     """        deliver(c, doc, ESBULK_OUTCOME_INDEXED, err, status, type, why);
+        return;""",
+     "an ambiguous failure of a document without _id delivered INDEXED"),
+    ("413-fails-batch", "lib/core.c",
+     """        if (s->ndocs == 1) {
+            deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, resp.error_type,""",
+     """        for (i = 1; i < s->ndocs; i++)
+            deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, NULL, "413");
+        if (s->ndocs >= 1) {
+            deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, resp.error_type,""",
+     "HTTP 413 fails the whole batch instead of splitting it"),
+    ("503-not-retried", "lib/response.c",
+     """    if (http_status == 429 || http_status == 503) {
+        out->klass = ESBULK__RESP_RETRY;""",
+     """    if (http_status == 429) {
+        out->klass = ESBULK__RESP_RETRY;""",
+     "a request-level 503 classified as a plain failure, not retried"),
+    ("json-escape-0x1f", "lib/ndjson.c",
+     """        if (c >= 0x20 && c != '"' && c != '\\\\')""",
+     """        if (c >= 0x1f && c != '"' && c != '\\\\')""",
+     "the writer leaves control character U+001F unescaped (invalid JSON)"),
+    ("surrogate-high-bits", "lib/murmur3.c",
+     """            m3_unit(&st, 0xd800 + (v >> 10));""",
+     """            m3_unit(&st, 0xd800 + ((v >> 10) & 0xff));""",
+     "the high surrogate of a code point from U+50000 up loses its top bits"),
+    ("conf-max-exclusive", "lib/conf.c",
+     """        if (v < prop->min || v > prop->max) {""",
+     """        if (v < prop->min || v >= prop->max) {""",
+     "an integer setting refuses its documented maximum"),
+    ("state-transport-default-layout", "lib/topology.c",
+     """    if (err != ESBULK_OK)
+        goto out; /* not done: that would hand out a default layout as the index's */""",
+     """    if (err != ESBULK_OK)
+        goto done;""",
+     "a failed alias lookup hands out a default one-shard layout (the fuzzer's find)"),
+]
+
+FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
+UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
+         "check_engine", "check_core", "check_misuse", "check_pull"]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--builddir", default=os.environ.get("top_builddir", "."))
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("names", nargs="*")
+    args = ap.parse_args()
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bld = os.path.abspath(args.builddir)
+    if not os.path.exists(os.path.join(bld, "config.h")):
+        sys.exit("check-mutants: no config.h in %s: configure first" % bld)
+    cc = os.environ.get("CC", "cc")
+    pc = run(["pkg-config", "--cflags", "--libs", "libcurl", "jansson", "libxxhash", "zlib",
+              "check"]).stdout.split()
+    work = tempfile.mkdtemp(prefix="esbulk-mutants-")
+    t_all = time.time()
+    rows, survived = [], 0
+    try:
+        for name, path, old, new, what in MUTANTS:
+            if args.names and name not in args.names:
+                continue
+            t0 = time.time()
+            tree = os.path.join(work, name)
+            for d in ("lib", "include", "tests", "examples"):
+                shutil.copytree(os.path.join(src, d), os.path.join(tree, d),
+                                ignore=shutil.ignore_patterns("cluster", "python-*", "*.o"))
+            target = os.path.join(tree, path)
+            text = open(target).read()
+            if text.count(old) != 1:
+                sys.exit("check-mutants: %s: the text to mutate is not found once in %s"
+                         % (name, path))
+            open(target, "w").write(text.replace(old, new))
+            flags = ["-std=c11", "-O1", "-g0", "-w", "-D_GNU_SOURCE", "-I" + tree + "/include",
+                     "-I" + tree + "/lib", "-I" + bld]
+            objs = []
+            for f in sorted(os.listdir(os.path.join(tree, "lib"))):
+                if f.endswith(".c"):
+                    o = os.path.join(tree, f[:-2] + ".o")
+                    r = run([cc] + flags + [a for a in pc if a.startswith("-I")] +
+                            ["-c", os.path.join(tree, "lib", f), "-o", o])
+                    if r.returncode != 0:
+                        sys.exit("check-mutants: %s does not compile:\n%s" % (name, r.stdout))
+                    objs.append(o)
+            caught = []
+            env = dict(os.environ, CK_FORK="yes", top_srcdir=tree)
+            for u in UNITS:
+                exe = os.path.join(tree, u)
+                r = run([cc] + flags + [os.path.join(tree, "tests", u + ".c")] + objs + pc +
+                        ["-lpthread", "-lm", "-o", exe])
+                if r.returncode != 0:
+                    sys.exit("check-mutants: %s: %s does not build:\n%s" % (name, u, r.stdout))
+                try:
+                    r = run([exe], env=env, timeout=120)
+                    if r.returncode != 0:
+                        caught.append(u)
+                except subprocess.TimeoutExpired:
+                    caught.append(u + " (timeout)")
+            # the fuzz harnesses over their committed seeds and regression inputs
+            for h in FUZZ:
+                exe = os.path.join(tree, "replay_" + h)
+                extra = ["-Wl,--wrap=esbulk__http_request"] if h == "topology" else []
+                r = run([cc] + flags + ["-I" + tree + "/examples",
+                                        os.path.join(tree, "tests/fuzz/fuzz_%s.c" % h),
+                                        os.path.join(tree, "tests/fuzz/replay.c")] + objs + pc +
+                        extra + ["-lpthread", "-lm", "-o", exe])
+                if r.returncode != 0:
+                    sys.exit("check-mutants: %s: replay_%s does not build:\n%s"
+                             % (name, h, r.stdout))
+                dirs = [d for d in (os.path.join(tree, "tests/fuzz/corpus/fuzz_" + h),
+                                    os.path.join(tree, "tests/fuzz/regress/fuzz_" + h))
+                        if os.path.isdir(d)]
+                try:
+                    if run([exe] + dirs, env=env, timeout=120).returncode != 0:
+                        caught.append("fuzz_" + h + " inputs")
+                except subprocess.TimeoutExpired:
+                    caught.append("fuzz_" + h + " inputs (timeout)")
+            if not caught:
+                survived += 1
+            rows.append((name, what, caught, time.time() - t0))
+            print("%-32s %-34s %5.0fs" % (name, ", ".join(caught) if caught else "SURVIVED",
+                                          time.time() - t0), flush=True)
+            if not args.keep:
+                shutil.rmtree(tree)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print("| mutation | what | caught by |")
+    print("|---|---|---|")
+    for name, what, caught, _ in rows:
+        print("| %s | %s | %s |" % (name, what, ", ".join(caught) if caught else "**survived**"))
+    print("\n%d mutations, %d caught, %d survived, %.0f s" % (len(rows), len(rows) - survived,
+                                                            survived, time.time() - t_all))
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
