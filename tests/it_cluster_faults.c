@@ -249,8 +249,10 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
         const char *why = esbulk_result_error_reason(r);
         int k;
 
+        size_t wl = why ? strlen(why) : 0;
+
         for (k = 0; k < nreasons; k++)
-            if (strncmp(first_reason[k], why ? why : "", 40) == 0)
+            if (strncmp(first_reason[k], why ? why : "", wl < 40 ? wl : 40) == 0)
                 break;
         if (k == nreasons)
             snprintf(first_reason[nreasons++], sizeof(first_reason[0]), "%s (status %d, err %s)",
