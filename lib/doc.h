@@ -21,7 +21,8 @@ struct esbulk_result_s {
     size_t routing_len;
     char *lines;                    /* action line + body line, ready to send */
     size_t lines_len;
-    size_t body_bytes;              /* counted in buffer.max.bytes until the outcome */
+    size_t body_bytes;              /* counted in buffer.max.bytes until the outcome: the
+                                       record, its strings and lines, as allocated */
     void *opaque;
     int32_t attempts;               /* requests that carried it */
     int ambiguous;                  /* a request with it broke after it was sent */
