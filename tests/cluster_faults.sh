@@ -10,7 +10,8 @@
 #          write-block, closed-index, silent-node, stall, cluster-down
 #   full   (make check-faults): quick + add-node, rolling-restart
 #   soak   (make soak): scenarios of the full list drawn at random until
-#          SOAK_SECONDS (default 1800) have passed; each run bounded
+#          SOAK_SECONDS (default 1800) have passed (SOAK_SEED repeats a
+#          draw); each run bounded
 #
 # Each scenario runs with a time limit of its own (SCENARIO_TIMEOUT, 600 s).
 # The last line is "N passed, N failed".
@@ -102,6 +103,9 @@ run_one() {
 
 t0=$SECONDS
 if [ "$mode" = soak ]; then
+    seed=${SOAK_SEED:-$$}
+    RANDOM=$seed
+    echo "soak: ${SOAK_SECONDS:-1800} s, scenarios drawn with SOAK_SEED=$seed"
     set -- $full_list
     n=$#
     while [ $((SECONDS - t0)) -lt "${SOAK_SECONDS:-1800}" ]; do
