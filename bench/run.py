@@ -71,10 +71,14 @@ BulkIndexer. The peers get every node's URL and spread requests over them.
 
 Per run
 -------
-Rounds are interleaved (A B C ... B C A ...): each round runs the blocks of
-one shape and id mode in turn, the contenders of a block rotated from round to
-round so that none is always first after the switch of shape, and (not in
---quick) an untimed 200k-document load of the block's shape goes first. Each run: a fresh index (6
+Rounds are interleaved: each round runs the blocks of one shape and id mode
+in turn, the contenders of a block started at a place that moves from round
+to round (none always first after the switch of shape) and walked with a step
+that changes (A B C D, then D C B A ...: none always follows the same
+neighbour), and (not in --quick) an untimed 200k-document load of the block's
+shape goes first, by a different contender each round. A run whose cluster
+figures could not be read is reported (table footer, results.json
+"unread_runs"), not in the medians. Each run: a fresh index (6
 shards, 0 replicas, the shape's mapping), wait for green; snapshot the node
 JVMs' CPU time (utime+stime from /proc/<pid>/stat; pids from _nodes/process),
 _nodes/stats/transport rx/tx bytes and the write pool's rejected count; run
@@ -640,13 +644,23 @@ def profile_table(prof):
     return "\n".join(lines)
 
 
+# runs whose cluster figures could not be read: reported (table footer and
+# results.json "unread_runs"), left out of the medians
+UNREAD = []
+
+
 def guarded_run(env, pids, name, shape, ids, path, ndocs, round_no, sets=(), label=None):
-    """one_run, or None (logged, left out of the figures) when the cluster's
-    statistics could not be read around it."""
+    """one_run, or None when the cluster's statistics could not be read
+    around it: then the run is kept in UNREAD (reported, not in the figures)."""
     try:
         return one_run(env, pids, name, shape, ids, path, ndocs, round_no, sets, label)
     except RuntimeError as e:
-        log("bench: %s %s r%d left out: %s" % (label or name, shape, round_no, e))
+        log("bench: %s %s r%d: cluster figures could not be read (reported, not in the "
+            "medians): %s" % (label or name, shape, round_no, e))
+        if round_no > 0:
+            UNREAD.append({"label": label or name, "contender": name, "shape": shape,
+                           "ids": "ids" if ids else "noid", "round": round_no,
+                           "sets": list(sets), "error": str(e)})
         return None
 
 
@@ -1040,9 +1054,29 @@ def round_blocks(items, rnd, rounds):
             blocks.append([it])
     out = []
     for b in blocks:
-        k = ((rnd - 1) * -(-len(b) // max(rounds, 1))) % len(b)
-        out.append(b[k:] + b[:k])
+        out.append(rotate(b, rnd, rounds))
     return out
+
+
+def rotate(b, rnd, rounds):
+    """Round rnd's order of b: started at a place that moves by about
+    n / rounds each round (none always first or last), and walked with a
+    step that changes from round to round (1, then the next step coprime
+    with n, ...), so that no contender always follows the same neighbour
+    (a plain rotation keeps A before B in every round)."""
+    n = len(b)
+    if n < 2:
+        return list(b)
+    steps = [s for s in range(1, n) if math.gcd(s, n) == 1]
+    step = steps[(rnd - 1) % len(steps)]
+    k = ((rnd - 1) * -(-n // max(rounds, 1))) % n
+    return [b[(k + i * step) % n] for i in range(n)]
+
+
+def warmup_pick(block, rnd):
+    """The contender of a block's untimed warm-up: a different one each round
+    (the first run after the warm-up no longer always follows the same one)."""
+    return block[(rnd - 1) % len(block)][0]
 
 
 def sweep_plan():
@@ -1200,8 +1234,10 @@ def main(argv):
         raise SystemExit("bench: no contender can run")
 
     if not a.no_warmup and not a.quick:
-        for want_ids in (True, False):
-            c, shape, ids = next(((c, s, i) for c, s, i in items if i == want_ids), items[0])
+        for k, want_ids in enumerate((True, False)):
+            # a different contender for each of the two warm-ups
+            cands = [(c, s, i) for c, s, i in items if i == want_ids] or items
+            c, shape, ids = cands[k % len(cands)]
             warm_up(env, pids, c, shape, ids, files[shape], a.docs)
 
     runs = []
@@ -1214,7 +1250,7 @@ def main(argv):
                 # the same work second in the block, in session 3's runs)
                 log("bench: block warm-up (%s, %s, %d docs, not recorded)" % (
                     shape, "ids" if ids else "noid", min(a.docs, BLOCK_WARMUP_DOCS)))
-                guarded_run(env, pids, BASELINE if any(c == BASELINE for c, _, _ in block) else c0,
+                guarded_run(env, pids, warmup_pick(block, rnd),
                             shape, ids, files[shape], min(a.docs, BLOCK_WARMUP_DOCS), 0)
             for c, shape, ids in block:
                 rec = guarded_run(env, pids, c, shape, ids, files[shape], a.docs, rnd)
@@ -1233,6 +1269,10 @@ def main(argv):
     print(LEGEND)
     if missing:
         print("missing contenders: " + ", ".join("%s (%s)" % kv for kv in missing.items()))
+    if UNREAD:
+        print("runs whose cluster figures could not be read (not in the medians): " + "; ".join(
+            "%s %s %s r%d (%s)" % (u["label"], u["shape"], u["ids"], u["round"], u["error"])
+            for u in UNREAD))
     if micro is not None:
         m, e = micro, micro.get("engine_null_sink") or {}
         if "build_route_serialize_ns_per_doc" in m:
@@ -1296,7 +1336,8 @@ def config_doc(a):
 
 def write_results(a, runs, rows, tg, missing, t_start, micro=None, partial=False, profile=None):
     doc = {"kind": "bench", "partial": partial, "started": t_start, "config": config_doc(a),
-           "missing": missing, "rows": rows, "targets": tg, "micro": micro, "runs": runs}
+           "missing": missing, "rows": rows, "targets": tg, "micro": micro, "runs": runs,
+           "unread_runs": UNREAD}
     if profile is not None:
         doc["profile"] = profile
     tmp = os.path.join(a.out, "results.json.tmp")

@@ -16,7 +16,7 @@ var benchBody = []byte(`{"msg":"a benchmark document of about a hundred bytes","
 // a silent cluster, so that nothing is sent back. go test -bench Add -run X
 func BenchmarkAdd(b *testing.B) {
 	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(b)},
-		BufferMaxDocs: int64(b.N) + 1, BufferMaxBytes: int64(b.N)*256 + 1<<20})
+		BufferMaxDocs: int64(b.N) + 1, BufferMaxBytes: int64(b.N)*1024 + 1<<20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,7 +29,8 @@ struct esbulk_result_s {
     struct esbulk__docmem_s *dm;    /* the record came from dm's slabs (NULL: calloc) */
     char *strs_own;                 /* index, id and routing when they do not fit in strs */
     char strs[ESBULK__DOC_STRS];
-    size_t body_bytes;              /* counted in buffer.max.bytes until the outcome */
+    size_t body_bytes;              /* counted in buffer.max.bytes until the outcome: the
+                                       record, its strings and lines, as held */
     void *opaque;
     int32_t attempts;               /* requests that carried it */
     int ambiguous;                  /* a request with it broke after it was sent */

@@ -14,6 +14,10 @@
 #          detector use gcc
 #          python3-venv (tests/python.test makes a venv and pip-installs its
 #          test requirements from PyPI)
+#          The OpenSearch 3.x tests need a JDK 21 or newer as well: Debian 12
+#          packages none, so tests/cluster/opensearch.sh takes the newest one
+#          under /usr/lib/jvm (the machines' Temurin 25) or ESBULK_JAVA, and
+#          fails with that message when there is none
 set -euo pipefail
 
 what=${1:-all}

@@ -5,7 +5,7 @@
         [--forbid PREFIX]... [--unreachable-nodes] [--pidfile F] [--max-seconds N] \
         [--max-body N] [--fail-first N:STATUS[:KIND]] [--fail-every K:STATUS[:KIND]] \
         [--skip-bulk N] [--drop-after-send N] [--garbage N] [--require-auth VALUE] \
-        [--tls CERT KEY] [--slow-meta SECONDS] [--log FILE]
+        [--tls CERT KEY] [--slow-meta SECONDS] [--stall-file F] [--log FILE]
 
 --forbid PREFIX        answer 403 (security_exception) to paths starting with PREFIX
 --unreachable-nodes    rewrite every publish_address in /_nodes answers to
@@ -42,6 +42,10 @@ Faults (checked in this order; a request gets at most one):
                        _bulk requests pass at once. Each connection has its own
                        thread, so a held request delays nothing else. Logged
                        with FAULT slow-meta (when no other fault applies)
+--stall-file F         while the file F exists, hold every request (read in
+                       full, not forwarded) until F is removed (or --max-seconds
+                       ends the proxy): a cluster that stalls every answer.
+                       Logged with FAULT stall (when no other fault applies)
 --log FILE             append one line per request:
                        METHOD PATH BODY_BYTES STATUS FAULT ACCEPT_ENCODING
                        (STATUS 0 when no answer was sent; FAULT is one of
@@ -150,6 +154,7 @@ def main():
     ap.add_argument("--require-auth")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--slow-meta", type=float, default=0.0)
+    ap.add_argument("--stall-file")
     ap.add_argument("--log")
     args = ap.parse_args()
     up = urllib.parse.urlsplit(args.upstream)
@@ -228,6 +233,10 @@ def main():
                 body = self.rfile.read(n) if n else None
             nbytes = len(body) if body else 0
             path = self.path
+            stalled = False
+            while args.stall_file and os.path.exists(args.stall_file):
+                stalled = True
+                time.sleep(0.05)
             if (args.require_auth is not None and
                     self.headers.get("Authorization") != args.require_auth):
                 log(self.command, path, nbytes, 401, "auth")
@@ -268,7 +277,8 @@ def main():
                 data = re.sub(rb'"publish_address"\s*:\s*"[^"]*"',
                               b'"publish_address":"127.0.0.1:1"', data)
             log(self.command, path, nbytes, r.status,
-                fault or ("slow-meta" if slow else "forwarded"), self.headers)
+                fault or ("slow-meta" if slow else "stall" if stalled else "forwarded"),
+                self.headers)
             self.reply(r.status, data, ctype)
 
         def read_chunked(self):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tests/cluster/opensearch.sh - a real multi-node OpenSearch 2.19 cluster on
-# loopback, built from the jars on Maven Central (no distribution tarball).
+# tests/cluster/opensearch.sh - a real multi-node OpenSearch cluster (2.19 by
+# default, 3.x with ESBULK_OS_VERSION) on loopback, built from the jars on
+# Maven Central (no distribution tarball).
 #
 # Every node is its own JVM (esbulk.os.OsNodeLauncher, source in
 # tests/cluster/java/os/, compiled at fetch time) that embeds
@@ -19,6 +20,11 @@
 #   tests/cluster/opensearch.sh start-node I [--setting K=V]...
 #                                                restart node I alone (keeps its data),
 #                                                wait until it joined and health is green
+#   tests/cluster/opensearch.sh stop-node I      TERM node I (KILL after ESBULK_STOP_TIMEOUT)
+#   tests/cluster/opensearch.sh add-node         start one more node (data only, index N,
+#                                                fresh data), wait until it joined, green
+#   tests/cluster/opensearch.sh remove-node      stop the last node and forget it (move
+#                                                its shards away first: allocation filtering)
 #
 # Layout (fixed): cluster.name esbulk-os; node I is os-node-I with HTTP on
 # 127.0.0.1:(19200+I) and transport on 127.0.0.1:(19300+I); every node is
@@ -28,8 +34,10 @@
 #       --setting thread_pool.write.queue_size=1
 #
 # Environment:
+#   ESBULK_OS_VERSION      OpenSearch version (default 2.19.6). 3.x needs Java 21+:
+#                          ESBULK_JAVA, else the newest JDK >= 21 under /usr/lib/jvm
 #   ESBULK_CLUSTER_CACHE   jars + compiled launcher
-#                          (default $HOME/.cache/libesbulk/opensearch-2.19.6)
+#                          (default $HOME/.cache/libesbulk/opensearch-VERSION)
 #   ESBULK_CLUSTER_DIR     node homes, data, pid files, logs
 #                          (default <repo>/tests/cluster/run/opensearch)
 #   ESBULK_NODE_HEAP       heap per node, -Xms = -Xmx (default 512m)
@@ -46,7 +54,12 @@
 # kept after stop; a new `start` moves the previous one to os-node-I.log.prev.
 set -euo pipefail
 
-readonly OS_VERSION=2.19.6
+readonly OS_VERSION=${ESBULK_OS_VERSION:-2.19.6}
+[[ $OS_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || {
+    echo "opensearch.sh: ESBULK_OS_VERSION must look like 2.19.6, got '$OS_VERSION'" >&2
+    exit 2
+}
+readonly OS_MAJOR=${OS_VERSION%%.*}
 # A second, independent cluster (the 429 test's tiny one) sets these three and
 # its own ESBULK_CLUSTER_DIR.
 readonly CLUSTER_NAME=${ESBULK_OS_CLUSTER_NAME:-esbulk-os}
@@ -65,6 +78,22 @@ CLUSTER_DIR=${ESBULK_CLUSTER_DIR:-$REPO_ROOT/tests/cluster/run/opensearch}
 NODE_HEAP=${ESBULK_NODE_HEAP:-512m}
 START_TIMEOUT=${ESBULK_CLUSTER_TIMEOUT:-180}
 STOP_TIMEOUT=${ESBULK_STOP_TIMEOUT:-30}
+# OpenSearch 3 runs on Java 21 or newer; the machine's default may be 17.
+java_major() { "$1" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\).*/\1/p' | head -n 1; }
+if [[ -z ${ESBULK_JAVA:-} ]] && ((OS_MAJOR >= 3)); then
+    if [[ $(java_major java 2>/dev/null || true) -lt 21 ]]; then
+        for j in $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
+            if [[ -x $j/bin/java && -x $j/bin/javac && $(java_major "$j/bin/java") -ge 21 ]]; then
+                ESBULK_JAVA=$j/bin/java
+                break
+            fi
+        done
+        [[ -n ${ESBULK_JAVA:-} ]] || {
+            echo "opensearch.sh: OpenSearch $OS_VERSION needs a JDK 21 or newer (none under /usr/lib/jvm; set ESBULK_JAVA)" >&2
+            exit 1
+        }
+    fi
+fi
 JAVA=${ESBULK_JAVA:-java}
 if [[ -n ${ESBULK_JAVA:-} ]]; then
     JAVAC="$(dirname "$ESBULK_JAVA")/javac"
@@ -131,7 +160,7 @@ do_fetch() {
     flock "$lockfd"
 
     local pom_sum lib="$CACHE_DIR/lib"
-    pom_sum=$(sha_of "$POM")
+    pom_sum=$( (cat "$POM"; printf '%s\n' "$OS_VERSION") | sha256sum | cut -d' ' -f1)
     if [[ ! -f $lib/.stamp || $(<"$lib/.stamp") != "$pom_sum" ]]; then
         log "fetching OpenSearch $OS_VERSION jars from Maven Central into $lib"
         local tmp="$CACHE_DIR/lib.tmp.$$" mvn_args=()
@@ -141,6 +170,7 @@ do_fetch() {
         fi
         # run from a scratch dir so nothing (target/) lands in the repo
         if ! (cd "$CACHE_DIR" && mvn -B -q -Dstyle.color=never -f "$POM" "${mvn_args[@]}" \
+            "-Dos.version=$OS_VERSION" $( ((OS_MAJOR >= 3)) && echo -Dos3) \
             dependency:copy-dependencies -DincludeScope=runtime \
             -DoutputDirectory="$tmp") >"$CACHE_DIR/mvn.log" 2>&1; then
             tail -n 40 "$CACHE_DIR/mvn.log" >&2
@@ -154,7 +184,7 @@ do_fetch() {
     fi
 
     local src_sum classes="$CACHE_DIR/classes" srcs=("$JAVA_SRC_DIR"/*.java)
-    src_sum=$(sha_of "$POM" "${srcs[@]}")
+    src_sum=$( (cat "$POM" "${srcs[@]}"; printf '%s %s\n' "$OS_VERSION" "$JAVA") | sha256sum | cut -d' ' -f1)
     if [[ ! -f $classes/.stamp || $(<"$classes/.stamp") != "$src_sum" ]]; then
         local tmp="$CACHE_DIR/classes.tmp.$$"
         rm -rf "$tmp"
@@ -238,7 +268,7 @@ launch_node() {
         -Xss1m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
         -XX:-OmitStackTraceInFastThrow -XX:+ExitOnOutOfMemoryError
         "-Djava.io.tmpdir=$home/tmp" -Dfile.encoding=UTF-8
-        "-Djava.locale.providers=SPI,COMPAT" -Djna.nosys=true
+        "-Djava.locale.providers=SPI,$( ((OS_MAJOR >= 3)) && echo CLDR || echo COMPAT)" -Djna.nosys=true
         -Dlog4j2.formatMsgNoLookups=true -Dlog4j.shutdownHookEnabled=false
         -Dlog4j2.disable.jmx=true
         -Dio.netty.noUnsafe=true -Dio.netty.noKeySetOptimization=true
@@ -456,6 +486,50 @@ do_kill_node() {
     printf '%s (pid %s) killed with SIGKILL\n' "$(node_name "$i")" "$pid"
 }
 
+do_stop_node() {
+    load_state || die "no cluster state in $CLUSTER_DIR"
+    check_index "$1"
+    node_pid "$1" >/dev/null || die "$(node_name "$1") is not running"
+    stop_nodes "$1"
+    printf '%s stopped\n' "$(node_name "$1")"
+}
+
+# A node joining a formed cluster: data and ingest only (no vote), so the
+# cluster manager quorum stays that of the first nodes.
+do_add_node() {
+    local i p
+    load_state || die "no cluster state in $CLUSTER_DIR: run '$0 start' first"
+    i=$NODES
+    ((i < 10)) || die "at most 10 nodes"
+    for p in "$(http_port "$i")" "$(transport_port "$i")"; do
+        port_busy "$p" && die "127.0.0.1:$p is already in use by another process"
+    done
+    do_fetch
+    rm -rf "${CLUSTER_DIR:?}/$(node_name "$i")"
+    local t0=$SECONDS
+    NODES=$((NODES + 1))
+    save_state
+    launch_node "$i" node.roles=data,ingest
+    if ! wait_green "$i"; then
+        print_log_tails "$i"
+        STOP_TIMEOUT=10 stop_nodes "$i"
+        NODES=$i
+        save_state
+        die "$(node_name "$i") failed to join (log: $(log_file "$i"))"
+    fi
+    printf '%s joined, cluster green with %s nodes in %ss\n' "$(node_name "$i")" "$NODES" $((SECONDS - t0))
+}
+
+do_remove_node() {
+    load_state || die "no cluster state in $CLUSTER_DIR"
+    local i=$((NODES - 1))
+    ((i > 0)) || die "cannot remove the only node"
+    stop_nodes "$i"
+    NODES=$i
+    save_state
+    printf '%s stopped and removed, %s nodes left\n' "$(node_name "$i")" "$NODES"
+}
+
 do_stop() {
     local nodes
     mapfile -t nodes < <(known_nodes)
@@ -551,6 +625,12 @@ main() {
             ((${#pos[@]} == 1)) || die "usage: kill-node I"
             do_kill_node "${pos[0]}"
             ;;
+        stop-node)
+            ((${#pos[@]} == 1)) || die "usage: stop-node I"
+            do_stop_node "${pos[0]}"
+            ;;
+        add-node) do_add_node ;;
+        remove-node) do_remove_node ;;
         start-node)
             ((${#pos[@]} == 1)) || die "usage: start-node I [--setting K=V]..."
             local extra=("${SETTINGS[@]}")

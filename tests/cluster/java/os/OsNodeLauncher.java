@@ -1,5 +1,5 @@
 /*
- * libesbulk test helper: runs ONE OpenSearch 2.19 node in this JVM.
+ * libesbulk test helper: runs ONE OpenSearch node (2.19 or 3.x) in this JVM.
  *
  * Started by tests/cluster/opensearch.sh, which compiles this file against the
  * jars fetched from Maven Central (no distribution tarball, no plugin zips).
@@ -24,25 +24,36 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import org.opensearch.Version;
 import org.opensearch.common.logging.LogConfigurator;
 import org.opensearch.common.settings.Settings;
 import org.opensearch.env.Environment;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
 import org.opensearch.plugins.Plugin;
+import org.opensearch.plugins.PluginInfo;
 
 public final class OsNodeLauncher {
 
-    /** Modules of the default distribution that the test workload needs. */
-    private static final String[] MODULE_PLUGINS = {
-        "org.opensearch.transport.Netty4Plugin",
-        "org.opensearch.analysis.common.CommonAnalysisPlugin",
-        "org.opensearch.painless.PainlessPlugin",
-        "org.opensearch.index.mapper.MapperExtrasPlugin",
-        "org.opensearch.join.ParentJoinPlugin",
-        "org.opensearch.index.reindex.ReindexPlugin",
-        "org.opensearch.search.aggregations.matrix.MatrixAggregationPlugin",
-        "org.opensearch.ingest.common.IngestCommonPlugin",
+    /**
+     * Modules of the default distribution that the test workload needs: the
+     * 2.x class name, then the 3.x one (3.0 renamed them ...ModulePlugin).
+     * ingest-common is not published for 3.x: there SetProcessorPlugin gives
+     * the one processor the tests use.
+     */
+    private static final String[][] MODULE_PLUGINS = {
+        {"org.opensearch.transport.Netty4Plugin", "org.opensearch.transport.Netty4ModulePlugin"},
+        {"org.opensearch.analysis.common.CommonAnalysisPlugin",
+         "org.opensearch.analysis.common.CommonAnalysisModulePlugin"},
+        {"org.opensearch.painless.PainlessPlugin", "org.opensearch.painless.PainlessModulePlugin"},
+        {"org.opensearch.index.mapper.MapperExtrasPlugin",
+         "org.opensearch.index.mapper.MapperExtrasModulePlugin"},
+        {"org.opensearch.join.ParentJoinPlugin", "org.opensearch.join.ParentJoinModulePlugin"},
+        {"org.opensearch.index.reindex.ReindexPlugin",
+         "org.opensearch.index.reindex.ReindexModulePlugin"},
+        {"org.opensearch.search.aggregations.matrix.MatrixAggregationPlugin",
+         "org.opensearch.search.aggregations.matrix.MatrixAggregationModulePlugin"},
+        {"org.opensearch.ingest.common.IngestCommonPlugin", "esbulk.os.SetProcessorPlugin"},
     };
 
     private static final String LOG4J2_PROPERTIES = String.join("\n",
@@ -58,9 +69,14 @@ public final class OsNodeLauncher {
         "logger.deprecation.level = error",
         "");
 
-    /** Node subclass only to reach the constructor that takes classpath plugins. */
+    /**
+     * Node subclass only to reach the constructor that takes classpath
+     * plugins: a Collection of Class (2.x) or of PluginInfo (3.x), one
+     * erased signature, so the raw type compiles against both.
+     */
     static final class LauncherNode extends Node {
-        LauncherNode(Environment env, Collection<Class<? extends Plugin>> plugins) {
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        LauncherNode(Environment env, Collection plugins) {
             super(env, plugins, true);
         }
     }
@@ -101,9 +117,20 @@ public final class OsNodeLauncher {
         LogConfigurator.setNodeName(nodeName);
         LogConfigurator.configure(env);
 
-        List<Class<? extends Plugin>> plugins = new ArrayList<>();
-        for (String name : MODULE_PLUGINS) {
-            plugins.add(Class.forName(name).asSubclass(Plugin.class));
+        boolean infos = Version.CURRENT.major >= 3;
+        List<Object> plugins = new ArrayList<>();
+        for (String[] names : MODULE_PLUGINS) {
+            String name = infos ? names[1] : names[0];
+            if (name == null) {
+                continue;
+            }
+            Class<? extends Plugin> c = Class.forName(name).asSubclass(Plugin.class);
+            if (infos) {
+                plugins.add(new PluginInfo(c.getName(), "classpath module", "NA", Version.CURRENT,
+                    "21", c.getName(), null, Collections.emptyList(), false));
+            } else {
+                plugins.add(c);
+            }
         }
 
         final Node node;
