@@ -400,6 +400,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     items, bodies, size = [], [], 0
                     acts = [] if yield_action else None
                     yield from wait_window()
+                    # sent now, not after the library's flush.interval.ms
+                    ix.flush(0.001)
                 ix.poll(0)
                 yield from ready_heads()
                 continue

@@ -88,8 +88,11 @@ def test_flush_after_seconds_sends_a_partial_chunk_while_the_generator_waits(url
             yield {"_index": index, "_id": str(i), "n": i}
 
     got = []
+    # a linger of 10 minutes: the partial chunk goes out only because the
+    # helper flushes it
     for ok, info in helpers.streaming_bulk(url, waiting(), chunk_size=100,
-                                           flush_after_seconds=0.3):
+                                           flush_after_seconds=0.3,
+                                           esbulk_conf={"flush.interval.ms": 600000}):
         assert ok, info
         got.append(info["index"]["_id"])
         if len(got) == 150:
