@@ -37,34 +37,38 @@ def test_yield_action_gives_back_the_object_given(url, make_index):
 
 def test_results_come_while_a_slow_generator_is_read(url, make_index):
     """Without flush_after_seconds: the results are yielded between actions,
-    long before the generator ends. The generator gives 500 actions at once,
-    then one every 5 ms until the consumer has had a result (at most 60 s),
-    then 500 more: a helper that yields only at the end fails."""
+    not only when a chunk is handed over, nor at the generator's end. One
+    full chunk (2,000 actions) at once, then one action every 10 ms until the
+    consumer has had a result (at most 60 s), then 500 more: the first
+    result must come before the second chunk is full (20 s of slow actions
+    later; the first chunk's answer takes about a second)."""
     index = make_index()
-    state = {"seen": False, "done": False, "made": 0}
+    state = {"seen": False, "made": 0}
+    chunk = 2000
 
     def slow():
         deadline = time.monotonic() + 60
         i = 0
-        while i < 500 or (not state["seen"] and time.monotonic() < deadline):
-            if i >= 500:
-                time.sleep(0.005)
+        while i <= chunk or (not state["seen"] and time.monotonic() < deadline):
+            if i > chunk:
+                time.sleep(0.01)
+            state["made"] = i + 1
             yield {"_index": index, "_id": str(i), "n": i}
             i += 1
         for j in range(i, i + 500):
+            state["made"] = j + 1
             yield {"_index": index, "_id": str(j), "n": j}
-        state["made"] = i + 500
-        state["done"] = True
 
     total = 0
-    first_before_end = None
-    for ok, _ in helpers.streaming_bulk(url, slow(), chunk_size=100):
+    first_at = None
+    for ok, _ in helpers.streaming_bulk(url, slow(), chunk_size=chunk):
         assert ok
         total += 1
-        if first_before_end is None:
-            first_before_end = not state["done"]
+        if first_at is None:
+            first_at = state["made"]
         state["seen"] = True
-    assert first_before_end, "the first result came only after the generator's end"
+    assert first_at is not None and first_at < 2 * chunk, \
+        "the first result came after %s actions: only when a chunk was handed over" % first_at
     assert total == state["made"]
     assert count(index) == total
 
