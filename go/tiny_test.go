@@ -84,7 +84,7 @@ func writeRejected(t *testing.T, base string) int64 {
 func TestItem429s(t *testing.T) {
 	base := tinyURL(t)
 	const n = 4000
-	index := "go-esbulk-tiny-429"
+	index := uniqueIndex("go-esbulk-tiny-429")
 	tinyCall(t, base, "DELETE", "/"+index, "")
 	if st, b := tinyCall(t, base, "PUT", "/"+index,
 		`{"settings":{"number_of_shards":4,"number_of_replicas":0}}`); st != 200 {
@@ -160,7 +160,7 @@ func addToIndex(t *testing.T, bi esbulk.BulkIndexer, ty *tally, n int, index str
 // heap, over 1M 49 MB.
 func TestItemsDoNotLeak(t *testing.T) {
 	n := envInt(t, "ESBULK_LEAK_ITEMS", 100000)
-	index := "go-esbulk-leak-items"
+	index := uniqueIndex("go-esbulk-leak-items")
 	freshIndex(t, index, "")
 	defer call(t, "DELETE", "/"+index, "")
 	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()},

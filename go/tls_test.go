@@ -76,7 +76,7 @@ func TestTLS(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 	caFile := writePEM(t, dir, "server-ca.pem", "CERTIFICATE", srv.Certificate().Raw)
-	index := "go-esbulk-tls"
+	index := uniqueIndex("go-esbulk-tls")
 	freshIndex(t, index, "")
 	defer call(t, "DELETE", "/"+index, "")
 
