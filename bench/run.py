@@ -56,6 +56,14 @@ Contenders (a missing program is listed as missing, the rest still run)
                    for esbulk-node-fo (same answer shape, no routing)
   esbulk-node-none libesbulk node routing with id.generate=none (noid only:
                    such documents are not routed)
+  esbulk-py-bulk   the esbulk Python package's helpers.bulk (the one-line
+                   switch; bench/peers/esbulk_py.py), action dicts from
+                   json.loads per line, as os-py's
+  esbulk-py-bulk-bytes    the same, each line as a bytes _source
+  esbulk-py-indexer       esbulk.Indexer.add_many, chunks of --batch dicts
+  esbulk-py-indexer-bytes the same with the lines as bytes
+  esbulk-go        the esbulk Go module's BulkIndexer (bench/peers/esbulk_go,
+                   cgo, libesbulk linked in), driven as os-go is
   os-py-parallel   opensearch-py helpers.parallel_bulk  (bench/peers/os_py.py)
   os-py-streaming  opensearch-py helpers.streaming_bulk (one request at a time,
                    by its design)
@@ -151,8 +159,12 @@ MAPPINGS = {
 # name -> (family, description)
 CONTENDERS = [
     "esbulk-node", "esbulk-node-fo", "esbulk-shard", "esbulk-off", "esbulk-off-fo", "esbulk-node-none",
-    "os-py-parallel", "os-py-streaming", "os-go", "limit",
+    "esbulk-py-bulk", "esbulk-py-bulk-bytes", "esbulk-py-indexer", "esbulk-py-indexer-bytes",
+    "esbulk-go", "os-py-parallel", "os-py-streaming", "os-go", "limit",
 ]
+# the language packages' contenders (bench/peers/esbulk_py.py, esbulk_go)
+PY_MODES = {"esbulk-py-bulk": "bulk", "esbulk-py-bulk-bytes": "bulk-bytes",
+            "esbulk-py-indexer": "indexer", "esbulk-py-indexer-bytes": "indexer-bytes"}
 BASELINE = "esbulk-off"
 ROUTED = "esbulk-node"
 # the cores this harness, its contenders and the cluster share (cpu_fit)
@@ -391,7 +403,9 @@ class Env:
             "limit": os.path.join(builddir, "bench", "limit"),
             "micro": os.path.join(builddir, "bench", "micro"),
             "os_go": os.path.join(builddir, "bench", "os_go"),
+            "esbulk_go": os.path.join(builddir, "bench", "esbulk_go"),
         }
+        self.libesbulk = os.path.join(builddir, ".libs", "libesbulk.so")
 
     def have(self, prog):
         return os.access(self.bin[prog], os.X_OK)
@@ -407,6 +421,20 @@ def contender_cmd(env, name, index, path, ids, sets=()):
     a = env.args
     conc = a.nodes * a.inflight
     ida = ["--ids"] if ids else []
+    if name in PY_MODES:
+        if not os.path.exists(env.libesbulk):
+            return None
+        # the package from the source tree, over this build's library
+        return ["env", "PYTHONPATH=" + os.path.join(SRC, "python"),
+                "ESBULK_LIBRARY=" + env.libesbulk, env.python,
+                os.path.join(HERE, "peers", "esbulk_py.py"), "--mode", PY_MODES[name],
+                "--url", SEED_URL, "--index", index, "--file", path,
+                "--batch", str(a.batch), "--inflight", str(a.inflight)] + ida
+    if name == "esbulk-go":
+        if not env.have("esbulk_go"):
+            return None
+        return [env.bin["esbulk_go"], "--url", SEED_URL, "--index", index, "--file", path,
+                "--batch", str(a.batch), "--inflight", str(a.inflight)] + ida
     if name.startswith("esbulk-"):
         if not env.have("esbulk_bench"):
             return None
@@ -832,6 +860,29 @@ def targets(rows, micro):
         line("routed >= 1.3x opensearch-go BulkIndexer" + tag, v, v is not None and v >= 1.3)
         v = ratio("limit")
         line("routed >= 0.95x the limit" + tag, v, v is not None and v >= 0.95)
+        # the language packages (issues #12, #13)
+        for mine, vs_c in (("esbulk-py-bulk", 0.9), ("esbulk-py-indexer", 0.9),
+                           ("esbulk-py-bulk-bytes", 0.97), ("esbulk-py-indexer-bytes", 0.97)):
+            v = ratio(ROUTED, mine=mine)
+            if v is None:
+                continue
+            line("%s >= %.2fx the C library's docs/s%s" % (mine, vs_c, tag), v, v >= vs_c)
+            v = ratio("os-py-parallel", mine=mine)
+            line("%s >= 2x opensearch-py parallel_bulk%s" % (mine, tag), v,
+                 v is not None and v >= 2.0)
+            me, o = by.get((mine, "gateway", ids)), by.get(("os-py-parallel", "gateway", ids))
+            if me and o and o["client_cpu_s_per_mdoc"]:
+                v = me["client_cpu_s_per_mdoc"] / o["client_cpu_s_per_mdoc"]
+                line("%s client CPU/doc <= 1/3 of parallel_bulk's%s" % (mine, tag), v, v <= 1 / 3.0)
+        v = ratio(ROUTED, mine="esbulk-go")
+        if v is not None:
+            line("esbulk-go >= 0.95x the C library's docs/s" + tag, v, v >= 0.95)
+            v = ratio("os-go", mine="esbulk-go")
+            line("esbulk-go >= 1.3x opensearch-go BulkIndexer" + tag, v, v is not None and v >= 1.3)
+            me, o = by.get(("esbulk-go", "gateway", ids)), by.get(("os-go", "gateway", ids))
+            if me and o and o["client_cpu_s_per_mdoc"]:
+                v = me["client_cpu_s_per_mdoc"] / o["client_cpu_s_per_mdoc"]
+                line("esbulk-go client CPU/doc < opensearch-go's" + tag, v, v < 1.0)
         share = r["client_cpu_s_per_mdoc"] / r["server_cpu_s_per_mdoc"] if r["server_cpu_s_per_mdoc"] else None
         if share is None:
             line("client CPU <= 5% of the cluster's" + tag, None, None)
@@ -1224,7 +1275,10 @@ def main(argv):
         cmd = contender_cmd(env, c, "x", "x", ids)
         if cmd is None:
             missing[c] = {"esbulk": "bench/esbulk_bench (make bench-programs)", "limit": "bench/limit (make bench-programs)",
-                          "os-py": "opensearch-py in %s" % python, "os-go": "bench/os_go (bench/setup.sh)"}[
+                          "os-py": "opensearch-py in %s" % python, "os-go": "bench/os_go (bench/setup.sh)",
+                          "esbulk-py": "the build's .libs/libesbulk.so (make)",
+                          "esbulk-go": "bench/esbulk_go (bench/setup.sh)"}[
+                              "esbulk-py" if c in PY_MODES else c if c == "esbulk-go" else
                               "esbulk" if c.startswith("esbulk") else "os-py" if c.startswith("os-py") else c]
             continue
         items.append((c, shape, ids))

@@ -5,6 +5,9 @@
 #   - a Python venv with bench/requirements.txt (opensearch-py, matplotlib),
 #     at $ESBULK_BENCH_VENV (default ~/.cache/libesbulk/bench-venv); it is
 #     rebuilt when requirements.txt changes;
+#   - the esbulk-go contender, bench/peers/esbulk_go built over go/ with this
+#     build's libesbulk.a into BUILDDIR/bench/esbulk_go (esbulk-py needs no
+#     build: run.py runs python/ from the source tree);
 #   - the opensearch-go contender, `go build` of bench/peers/os_go into
 #     BUILDDIR/bench/os_go (default BUILDDIR: the source tree), rebuilt when
 #     its sources change. Without a Go toolchain it installs Debian's
@@ -73,6 +76,33 @@ if command -v go >/dev/null 2>&1; then
     fi
 else
     say "warning: no Go toolchain; the os-go contender will be missing"
+fi
+
+# ---- the esbulk Go module's contender: bench/peers/esbulk_go over go/, with
+# this build's libesbulk.a linked in (-tags esbulk_static)
+esrc="$here/peers/esbulk_go"
+ebin="$builddir/bench/esbulk_go"
+if command -v go >/dev/null 2>&1 && [[ -f $builddir/.libs/libesbulk.a ]]; then
+    stale=0
+    [[ -x $ebin ]] || stale=1
+    for f in "$esrc"/*.go "$esrc/go.mod" "$here"/../go/*.go "$builddir/.libs/libesbulk.a"; do
+        [[ $f -nt $ebin ]] && stale=1
+    done
+    if ((stale)); then
+        say "building the esbulk-go contender into $ebin"
+        mkdir -p "$(dirname "$ebin")"
+        if ! (cd "$esrc" && GOTOOLCHAIN=local CGO_ENABLED=1 \
+            CGO_CFLAGS="-I$here/../include ${CGO_CFLAGS:-}" \
+            CGO_LDFLAGS="-L$builddir/.libs ${CGO_LDFLAGS:-}" \
+            go build -tags esbulk_static -trimpath -o "$ebin.tmp" .) >&2; then
+            rm -f "$ebin.tmp"
+            say "warning: could not build bench/peers/esbulk_go; esbulk-go will be missing"
+        else
+            mv "$ebin.tmp" "$ebin"
+        fi
+    fi
+else
+    say "warning: no Go toolchain or no $builddir/.libs/libesbulk.a; esbulk-go will be missing"
 fi
 
 if ((print_python)); then printf '%s\n' "$venv/bin/python"; fi

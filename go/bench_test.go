@@ -37,7 +37,7 @@ func BenchmarkAdd(b *testing.B) {
 
 // Documents per second to the test cluster, results included.
 func BenchmarkIndex(b *testing.B) {
-	index := "go-esbulk-bench"
+	index := uniqueIndex("go-esbulk-bench")
 	freshIndex(b, index, "")
 	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,4 +130,11 @@ func closedPort(t testing.TB) string {
 func jsonBody(v interface{}) *bytes.Reader {
 	b, _ := json.Marshal(v)
 	return bytes.NewReader(b)
+}
+
+// uniqueIndex names a test's index after base and this process, so that two
+// runs of the tests on one shared cluster (other worktrees, make -j) never
+// write into, or delete, each other's index.
+func uniqueIndex(base string) string {
+	return base + "-" + strconv.Itoa(os.Getpid())
 }

@@ -53,7 +53,10 @@ import "C"
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +140,28 @@ func ms(d time.Duration) string {
 	return strconv.FormatInt(v, 10)
 }
 
+// readable says why path is not a readable file (or directory, with dir).
+func readable(path string, dir bool) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() != dir {
+		if dir {
+			return errors.New("not a directory")
+		}
+		return errors.New("a directory, not a file")
+	}
+	if dir {
+		return nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
+}
+
 // settings turns the config into libesbulk keys and values, in order.
 func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	var kv [][2]string
@@ -179,6 +204,28 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	}
 	if cfg.APIKey != "" {
 		set("auth.api_key", cfg.APIKey)
+	}
+	for _, f := range []struct{ field, key, path string }{
+		{"CACertFile", "tls.ca.file", cfg.CACertFile},
+		{"CAPath", "tls.ca.path", cfg.CAPath},
+		{"CertFile", "tls.cert.file", cfg.CertFile},
+		{"KeyFile", "tls.key.file", cfg.KeyFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		// the library reads them only when it connects: say it now
+		if err := readable(f.path, f.field == "CAPath"); err != nil {
+			return nil, &Error{Code: ErrCodeInvalidArg,
+				Reason: fmt.Sprintf("BulkIndexerConfig.%s %q: %v", f.field, f.path, err)}
+		}
+		set(f.key, f.path)
+	}
+	if cfg.KeyPassword != "" {
+		set("tls.key.password", cfg.KeyPassword)
+	}
+	if cfg.InsecureSkipVerify {
+		set("tls.insecure", "true")
 	}
 	if cfg.RoutingLevel != "" {
 		set("routing.level", cfg.RoutingLevel)

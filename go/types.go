@@ -199,6 +199,22 @@ type BulkIndexerConfig struct {
 	Username string
 	Password string
 	APIKey   string
+	// TLS, for https:// addresses, as files (opensearch-go's and
+	// go-elasticsearch's CACert takes the PEM bytes; write them to a file):
+	// CACertFile is the PEM bundle of the certificate authorities to trust
+	// instead of the system's (tls.ca.file), CAPath a directory of them
+	// (tls.ca.path); CertFile and KeyFile the client certificate and its
+	// private key, PEM, for clusters that require one (tls.cert.file,
+	// tls.key.file), KeyPassword the key's passphrase (tls.key.password);
+	// InsecureSkipVerify accepts any server certificate and host name
+	// (tls.insecure: for tests only). NewBulkIndexer checks that the files
+	// given can be read and returns an *Error naming the field otherwise.
+	CACertFile         string
+	CAPath             string
+	CertFile           string
+	KeyFile            string
+	KeyPassword        string
+	InsecureSkipVerify bool
 	// RoutingLevel groups documents per "node" (the default), per "shard",
 	// or not at all ("off") (routing.level).
 	RoutingLevel string

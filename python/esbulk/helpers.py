@@ -32,6 +32,9 @@ is installed) as opensearch-py's. What differs, and why:
 import base64
 import collections
 import json
+import queue
+import threading
+import time
 from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Tuple, Union)
 
@@ -136,12 +139,14 @@ def client_conf(client: Any) -> Dict[str, str]:
 
 
 class _Chunk:
-    __slots__ = ("items", "results", "left")
+    __slots__ = ("items", "results", "left", "actions")
 
-    def __init__(self, items: List[Tuple[str, Dict[str, Any], Any]]) -> None:
+    def __init__(self, items: List[Tuple[str, Dict[str, Any], Any]],
+                 actions: Optional[List[Any]] = None) -> None:
         self.items = items
         self.results: List[Optional[Result]] = [None] * len(items)
         self.left = len(items)
+        self.actions = actions  # the caller's own action objects (yield_action)
 
 
 def _store(r: Result) -> None:
@@ -215,11 +220,14 @@ def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,
 
 
 def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: bool,
-                    ignore_status: Tuple[Any, ...]) -> Iterator[Tuple[bool, Dict[str, Any]]]:
-    """What opensearch-py's _process_bulk_chunk yields (and raises) for a chunk."""
+                    ignore_status: Tuple[Any, ...]
+                    ) -> Iterator[Tuple[int, bool, Dict[str, Any]]]:
+    """What opensearch-py's _process_bulk_chunk yields (and raises) for a
+    chunk, each with the position of its action in the chunk."""
     errors: List[Dict[str, Any]] = []
-    for (op_type, meta, data), r in zip(chunk.items, chunk.results):
-        assert r is not None
+    for k, ((op_type, meta, data), r) in enumerate(zip(chunk.items, chunk.results)):
+        if r is None:  # pragma: no cover - a chunk is read only once it is complete
+            raise RuntimeError("esbulk: a result is missing")
         item_answer = r.ok or r.error == _clib.ERR_ITEM or (
             r.status and r.error == -20)  # retries exhausted on an item status (429)
         if not item_answer:
@@ -227,7 +235,7 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
             if raise_on_error and info["status"] not in ignore_status:
                 errors.append({op_type: info})
             elif not errors:
-                yield False, {op_type: info}
+                yield k, False, {op_type: info}
             continue
         item = r.item()
         status = item.get("status", 500)
@@ -237,9 +245,52 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
                 item["data"] = data
             errors.append({op_type: item})
         if ok or not errors:
-            yield ok, {op_type: item}
+            yield k, ok, {op_type: item}
     if errors:
         raise BulkIndexError("%i document(s) failed to index." % len(errors), errors)
+
+
+class _Reader:
+    """flush_after_seconds: the actions are read by a thread of their own into
+    a bounded queue, so that the helper can send a partial chunk, and yield
+    the results that came, while the generator is waiting for its next
+    action (as elasticsearch-py 9's streaming_bulk does)."""
+
+    _END = object()
+
+    def __init__(self, actions: Iterable[Any], depth: int) -> None:
+        self.q: "queue.Queue[Tuple[Any, Any]]" = queue.Queue(maxsize=max(16, depth))
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._run, args=(iter(actions),),
+                                  name="esbulk-actions", daemon=True)
+        self.t.start()
+
+    def _put(self, v: Tuple[Any, Any]) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.q.put(v, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, it: Iterator[Any]) -> None:
+        try:
+            for a in it:
+                if not self._put((a, None)):
+                    return
+        except BaseException as e:  # handed to the consumer's thread, raised there
+            self._put((self._END, e))
+            return
+        self._put((self._END, None))
+
+    def get(self, timeout: float) -> Tuple[Any, Any]:
+        """(action, None), (_END, exception or None), or raises queue.Empty."""
+        return self.q.get(timeout=timeout)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.t.join(1.0)  # a generator blocked in its own wait is left behind (daemon)
 
 
 def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
@@ -248,47 +299,112 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                    raise_on_exception: bool = True, max_retries: int = 0,
                    initial_backoff: Union[int, float] = 2, max_backoff: Union[int, float] = 600,
                    yield_ok: bool = True, ignore_status: Any = (), *args: Any,
-                   **kwargs: Any) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+                   **kwargs: Any) -> Iterator[Any]:
     """As opensearch-py's streaming_bulk: yields (ok, {op_type: item}) per
     action, in order. raise_on_error raises BulkIndexError with the failed
     items of the first chunk that has some (each with its "data");
     raise_on_exception raises esbulk.TransportError for a document that
     could not be delivered. Item 429s are retried by the library whatever
     max_retries (initial_backoff / max_backoff do not apply: libesbulk's
-    backoff with jitter does, retry.backoff.ms / retry.backoff.max.ms)."""
+    backoff with jitter does, retry.backoff.ms / retry.backoff.max.ms).
+
+    Two keyword arguments of its own:
+
+    - ``yield_action=True`` yields ``(ok, {op_type: item}, action)``: the
+      object the actions iterable gave, as given (for a dead-letter queue or
+      a retry of your own).
+    - ``flush_after_seconds=S`` (elasticsearch-py 9's): the actions are read
+      by a thread of their own, and when none came for S seconds the partial
+      chunk is sent; the results that are ready are yielded meanwhile. Without
+      it the actions are read on the caller's thread and the results that
+      came are yielded between actions (every 64), so a slow generator still
+      sees its results as it goes, but a partial chunk waits for the next
+      action or the end.
+    """
     if args:
         raise TypeError("esbulk.helpers.streaming_bulk: extra positional arguments %r" % (args,))
     if not isinstance(ignore_status, (list, tuple)):
         ignore_status = (ignore_status,)
     ignore_status = tuple(ignore_status)
-    ix, default_index = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries,
-                                     dict(kwargs))
+    kwargs = dict(kwargs)
+    yield_action = bool(kwargs.pop("yield_action", False))
+    flush_after = kwargs.pop("flush_after_seconds", None)
+    if flush_after is not None and not float(flush_after) > 0:
+        raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
+    ix, default_index = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries, kwargs)
     window = max(4, IN_FLIGHT_DOCS // max(1, chunk_size))
     chunks: Deque[_Chunk] = collections.deque()
     clean = False
+    reader: Optional[_Reader] = None
 
-    def ready_heads() -> Iterator[Tuple[bool, Dict[str, Any]]]:
+    def ready_heads() -> Iterator[Any]:
         while chunks and chunks[0].left == 0:
             c = chunks.popleft()
-            for ok, info in _chunk_outcomes(c, raise_on_error, raise_on_exception,
-                                            ignore_status):
-                if ok and not yield_ok:
-                    continue
-                yield ok, info
+            for k, ok, info in _chunk_outcomes(c, raise_on_error, raise_on_exception,
+                                               ignore_status):
+                if yield_ok or not ok:
+                    yield (ok, info) if c.actions is None else (ok, info, c.actions[k])
 
-    def submit(items: List[Tuple[str, Dict[str, Any], Any]], bodies: List[Optional[bytes]]
-               ) -> None:
-        c = _Chunk(items)
+    def submit(items: List[Tuple[str, Dict[str, Any], Any]], bodies: List[Optional[bytes]],
+               acts: Optional[List[Any]]) -> None:
+        c = _Chunk(items, acts)
         args_ = [_to_args(op, meta, data, default_index, b)
                  for (op, meta, data), b in zip(items, bodies)]
         chunks.append(c)
         ix._add_prepared(args_, [(c, k) for k in range(len(items))])
 
+    def wait_window() -> Iterator[Any]:
+        while len(chunks) >= window:
+            if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
+                raise RuntimeError("esbulk: %d result(s) never came" %
+                                   sum(c.left for c in chunks))
+            yield from ready_heads()
+
+    def source() -> Iterator[Any]:
+        """The actions; None when flush_after_seconds passed without one."""
+        nonlocal reader
+        if flush_after is None:
+            yield from actions
+            return
+        reader = _Reader(actions, chunk_size)
+        last = time.monotonic()
+        flushed = True
+        while True:
+            try:
+                a, exc = reader.get(0.05)
+            except queue.Empty:
+                if not flushed and time.monotonic() - last >= float(flush_after):
+                    flushed = True
+                    yield None
+                else:
+                    yield _IDLE
+                continue
+            if a is _Reader._END:
+                if exc is not None:
+                    raise exc
+                return
+            last = time.monotonic()
+            flushed = False
+            yield a
+
     try:
         items: List[Tuple[str, Dict[str, Any], Any]] = []
         bodies: List[Optional[bytes]] = []
+        acts: Optional[List[Any]] = [] if yield_action else None
         size = 0
-        for a in actions:
+        since_poll = 0
+        for a in source():
+            if a is _IDLE or a is None:
+                if a is None and items:  # flush_after_seconds with no new action
+                    submit(items, bodies, acts)
+                    items, bodies, size = [], [], 0
+                    acts = [] if yield_action else None
+                    yield from wait_window()
+                    # sent now, not after the library's flush.interval.ms
+                    ix.flush(0.001)
+                ix.poll(0)
+                yield from ready_heads()
+                continue
             action, data = expand_action_callback(a)
             (op_type, meta), = action.items() if isinstance(action, Mapping) else \
                 json.loads(action).items()
@@ -296,20 +412,25 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             cur = 32 + len(meta.get("_index") or "") + len(str(meta.get("_id") or "")) + \
                 (len(body) + 1 if body is not None else 0)
             if items and (size + cur > max_chunk_bytes or len(items) == chunk_size):
-                submit(items, bodies)
+                submit(items, bodies, acts)
                 items, bodies, size = [], [], 0
-                while len(chunks) >= window:
-                    if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
-                        raise RuntimeError("esbulk: %d result(s) never came" %
-                                           sum(c.left for c in chunks))
-                    yield from ready_heads()
+                acts = [] if yield_action else None
+                yield from wait_window()
+                ix.poll(0)
+                since_poll = 0
+                yield from ready_heads()
+            elif since_poll >= 64:
+                since_poll = 0
                 ix.poll(0)
                 yield from ready_heads()
+            since_poll += 1
             items.append((op_type, meta, data))
             bodies.append(body)
+            if acts is not None:
+                acts.append(a)
             size += cur
         if items:
-            submit(items, bodies)
+            submit(items, bodies, acts)
         while chunks:
             left = ix.flush(0.2)
             yield from ready_heads()
@@ -319,9 +440,14 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                                    sum(c.left for c in chunks))
         clean = True
     finally:
+        if reader is not None:
+            reader.close()
         # Normal end: nothing is left. Stopped early (an exception, or the
         # caller stopped iterating): what was handed over is still sent.
         ix.close(None if clean else 30)
+
+
+_IDLE = object()  # source(): no action yet, the results may be served
 
 
 def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
@@ -332,6 +458,9 @@ def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
     of streaming_bulk."""
     success, failed = 0, 0
     errors: List[Any] = []
+    if kwargs.pop("yield_action", False):
+        raise TypeError("esbulk.helpers.bulk: yield_action is for streaming_bulk and "
+                        "parallel_bulk (bulk returns counts and errors)")
     kwargs["yield_ok"] = True
     for ok, item in streaming_bulk(client, actions, *args,  # type: ignore[misc]
                                    ignore_status=ignore_status, **kwargs):
@@ -350,7 +479,7 @@ def parallel_bulk(client: Any, actions: Iterable[Any], thread_count: int = 4,
                   expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
                   raise_on_exception: bool = True, raise_on_error: bool = True,
                   ignore_status: Any = (), *args: Any,
-                  **kwargs: Any) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+                  **kwargs: Any) -> Iterator[Any]:
     """As opensearch-py's parallel_bulk, without threads of its own: the
     library sends max.inflight.per.node requests per node at once (set
     ``esbulk_conf={"max.inflight.per.node": N}`` to change it), and, unlike

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The esbulk Python package's contenders in libesbulk's benchmark
+(bench/run.py), run from the source tree (PYTHONPATH=python/,
+ESBULK_LIBRARY=the build's libesbulk.so; bench/run.py sets both).
+
+    esbulk_py.py --mode bulk|bulk-bytes|indexer|indexer-bytes --url URL
+                 --index NAME --file DATA [--ids] [--batch N] [--inflight N]
+
+bulk:          esbulk.helpers.bulk, the one-line switch from opensearch-py:
+               the same generator as bench/peers/os_py.py (the file read line
+               by line, json.loads per line, one action dict per document)
+bulk-bytes:    the same with each line as the action's _source, as bytes
+               (no json.loads, no encoding: sent as it is)
+indexer:       esbulk.Indexer.add_many, chunks of --batch dicts (json.loads
+               per line), results counted by a default callback
+indexer-bytes: the same with the lines as bytes
+
+chunk_size / flush.docs = --batch, max.inflight.per.node = --inflight, node
+routing. Prints one JSON line {"docs":N,"seconds":S,"failed":F,...} with
+the Python side's CPU split where it can be measured: decode_ns_per_doc
+(json.loads of the lines, measured apart on the first 20,000) and, for the
+Indexer modes, add_ns_per_doc (CPU of the add_many calls: encoding and the
+crossing) and the engine's share (the rest of the process CPU: libesbulk's
+I/O thread and the results). Exits non-zero if any document failed.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import esbulk
+from esbulk import helpers
+
+
+def lines(path):
+    with open(path, "rb") as f:
+        for line in f:
+            line = line.rstrip(b"\n")
+            if line:
+                yield line
+
+
+def cpu():
+    t = os.times()
+    return t.user + t.system
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", choices=("bulk", "bulk-bytes", "indexer", "indexer-bytes"),
+                    required=True)
+    ap.add_argument("--url", default="http://127.0.0.1:19200")
+    ap.add_argument("--index", required=True)
+    ap.add_argument("--file", required=True)
+    ap.add_argument("--ids", action="store_true")
+    ap.add_argument("--batch", type=int, default=5000)
+    ap.add_argument("--inflight", type=int, default=2)
+    a = ap.parse_args()
+    raw = a.mode.endswith("-bytes")
+    conf = {"max.inflight.per.node": a.inflight, "routing.level": "node",
+            # bounded by count, as the peers' requests are
+            "flush.bytes": 1 << 30, "buffer.max.bytes": 1 << 30}
+    out = {"mode": a.mode, "json": esbulk.JSON_ENCODER}
+
+    # json.loads alone, on the first 20,000 lines: the decode share
+    sample = []
+    for k, line in enumerate(lines(a.file)):
+        if k == 20000:
+            break
+        sample.append(line)
+    c0 = time.process_time()
+    for line in sample:
+        json.loads(line)
+    out["decode_ns_per_doc"] = (time.process_time() - c0) * 1e9 / max(1, len(sample))
+    del sample
+
+    docs = failed = 0
+    first_error = None
+    t0, cpu0 = time.monotonic(), cpu()
+    if a.mode.startswith("bulk"):
+        def actions():
+            for k, line in enumerate(lines(a.file), 1):
+                act = {"_index": a.index, "_source": line if raw else json.loads(line)}
+                if a.ids:
+                    act["_id"] = str(k)
+                yield act
+        for ok, item in helpers.streaming_bulk(a.url, actions(), chunk_size=a.batch,
+                                               raise_on_error=False, raise_on_exception=False,
+                                               esbulk_conf=conf):
+            docs += 1
+            if not ok:
+                failed += 1
+                if first_error is None:
+                    first_error = json.dumps(item, default=str)[:300]
+    else:
+        res = {"n": 0, "bad": 0, "first": None}
+
+        def on_result(r):
+            res["n"] += 1
+            if not r.ok:
+                res["bad"] += 1
+                if res["first"] is None:
+                    res["first"] = "%s %s" % (r.status, r.reason)
+        add_cpu = 0.0
+        k = 0
+        with esbulk.Indexer(a.url, on_result=on_result, block=True, flush_docs=a.batch,
+                            **conf) as ix:
+            chunk = []
+            for line in lines(a.file):
+                chunk.append(line if raw else json.loads(line))
+                if len(chunk) == a.batch:
+                    c = time.process_time()
+                    ids = [str(i) for i in range(k + 1, k + 1 + len(chunk))] if a.ids else None
+                    ix.add_many(a.index, chunk, ids=ids)
+                    add_cpu += time.process_time() - c
+                    k += len(chunk)
+                    chunk = []
+                    ix.poll(0)
+            if chunk:
+                ids = [str(i) for i in range(k + 1, k + 1 + len(chunk))] if a.ids else None
+                ix.add_many(a.index, chunk, ids=ids)
+                k += len(chunk)
+            ix.flush()
+        docs, failed, first_error = res["n"], res["bad"], res["first"]
+        out["add_ns_per_doc"] = add_cpu * 1e9 / max(1, docs)
+    secs = time.monotonic() - t0
+    out["cpu_ns_per_doc"] = (cpu() - cpu0) * 1e9 / max(1, docs)
+    out.update({"docs": docs, "seconds": secs, "failed": failed, "inflight": a.inflight})
+    if first_error:
+        out["first_error"] = first_error
+    print(json.dumps(out), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

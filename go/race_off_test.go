@@ -1,0 +1,5 @@
+//go:build !race
+
+package esbulk_test
+
+const raceEnabled = false
