@@ -14,13 +14,16 @@
 #          detector use gcc
 #          python3-venv (tests/python.test makes a venv and pip-installs its
 #          test requirements from PyPI)
+#          MariaDB server, client and Connector/C (esbulk-mysql and its tests,
+#          tests/mariadb/mariadb.sh)
 set -euo pipefail
 
 what=${1:-all}
 build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
 test_pkgs=(check clang valgrind curl python3 python3-venv openjdk-17-jdk-headless maven groff-base
-           openssl util-linux golang-go)
+           openssl util-linux golang-go
+           mariadb-server mariadb-client libmariadb-dev)
 
 case "$what" in
 build) pkgs=("${build_pkgs[@]}") ;;

@@ -19,4 +19,4 @@ SELECT id, JSON_OBJECT(
   'ts', CONCAT(REPLACE(CAST(ts AS CHAR), ' ', 'T'), '+00:00'),
   'yr', yr,
   'note', note)
-FROM esm_test.mixed ORDER BY id;
+FROM mixed ORDER BY id;

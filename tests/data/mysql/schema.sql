@@ -1,6 +1,5 @@
--- esbulk-mysql test tables. @rows: rows of `mixed` (set before sourcing).
-CREATE DATABASE IF NOT EXISTS esm_test;
-USE esm_test;
+-- esbulk-mysql test tables, in the current database. @rows: rows of
+-- `mixed`, @comp_rows: rows of `comp` (set before sourcing).
 DROP TABLE IF EXISTS mixed, comp, bad;
 SET SESSION sql_mode = '';  -- allows the zero dates of day0
 -- every type of the mapping, NULLs and Unicode
@@ -53,4 +52,4 @@ CREATE TABLE comp (
 ) ENGINE=InnoDB;
 INSERT INTO comp
 SELECT seq DIV 4, ELT(seq % 4 + 1, CONCAT('k', seq), CONCAT('x|', seq), CONCAT('y\\', seq), CONCAT('|\\|', seq)), CONCAT('v', seq)
-FROM seq_1_to_6000;
+FROM (SELECT CAST(seq AS SIGNED) AS seq FROM seq_1_to_200000) s WHERE seq <= @comp_rows;
