@@ -463,6 +463,7 @@ static int flush_batch(follow_t *F)
     esm_unit_t *u = calloc(1, sizeof(*u));
     u->file = strdup(F->bfile);
     u->pos = F->bpos;
+    u->open = 1;
     if (job->btail)
         job->btail->next = u;
     else
@@ -472,6 +473,9 @@ static int flush_batch(follow_t *F)
     for (int i = 0; i < job->ntables && rc == 0; i++)
         if (job->tables[i].npend)
             rc = flush_table(job, &job->tables[i], u);
+    u->open = 0;
+    if (rc)
+        u->blocked = 1; /* never saved past a batch that was not sent */
     if (F->npend && F->batch_event_ts) {
         /* lag of this batch when read and re-read: now - the oldest event's
          * timestamp (whole seconds: an upper bound) */

@@ -61,6 +61,10 @@ static const char *help_text =
     "                        when following started, then stop\n"
     "  --resnapshot          forget the state's checkpoints and position: snapshot anew\n"
     "  --server-id N         the replica id used to read the binlog (default 4242)\n"
+    "  --import-mode         during the snapshot: refresh_interval -1, replicas 0,\n"
+    "                        async translog; the index's own values are saved in the\n"
+    "                        state file and restored after it (also after a signal,\n"
+    "                        and at the next start after a crash)\n"
     "  --on-error skip|stop  a row that fails: to the dead-letter file and go on\n"
     "                        (default), or stop (the checkpoint stays before it)\n"
     "  --dead-letter FILE    NDJSON of rows that failed, with the reason\n"
@@ -280,7 +284,7 @@ static void advance(esm_job_t *job)
 {
     for (int i = 0; i < job->ntables; i++) {
         esm_table_t *t = &job->tables[i];
-        while (t->head && t->head->remaining == 0 && !t->head->blocked) {
+        while (t->head && t->head->remaining == 0 && !t->head->blocked && !t->head->open) {
             esm_unit_t *u = t->head;
             t->head = u->next;
             if (!t->head)
@@ -298,7 +302,8 @@ static void advance(esm_job_t *job)
             free(u);
         }
     }
-    while (job->bhead && job->bhead->remaining == 0 && !job->bhead->blocked) {
+    while (job->bhead && job->bhead->remaining == 0 && !job->bhead->blocked &&
+           !job->bhead->open) {
         esm_unit_t *u = job->bhead;
         job->bhead = u->next;
         if (!job->bhead)
@@ -851,6 +856,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         }
         esm_unit_t *u = calloc(1, sizeof(*u));
         u->table = t;
+        u->open = 1; /* a full buffer serves results while the page is added */
         if (t->tail)
             t->tail->next = u;
         else
@@ -886,11 +892,14 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         }
         if (mysql_errno(job->db)) {
             esm_log("%s: reading rows: %s", t->fullname, mysql_error(job->db));
+            u->open = 0;
+            u->blocked = 1;
             mysql_free_result(res);
             json_decref(key);
             break;
         }
         mysql_free_result(res);
+        u->open = 0;
         u->key = key; /* NULL for an empty page */
         if (n < job->page_rows && !job->stop)
             u->last = 1;
@@ -1000,7 +1009,7 @@ static int run_snapshot(esm_job_t *job)
 enum {
     O_HOST = 256, O_PORT, O_USER, O_PASSWORD, O_SOCKET, O_DATABASE, O_URL, O_SET, O_CONFIG,
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
-    O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP
+    O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT
 };
 
 static const struct option long_opts[] = {
@@ -1025,6 +1034,7 @@ static const struct option long_opts[] = {
     {"dead-letter", required_argument, NULL, O_DEAD},
     {"stats", required_argument, NULL, O_STATS},
     {"quiet", no_argument, NULL, O_QUIET},
+    {"import-mode", no_argument, NULL, O_IMPORT},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -1170,6 +1180,7 @@ int main(int argc, char **argv)
         case O_DEAD: job->dead_letter_path = optarg; break;
         case O_STATS: job->stats_path = optarg; break;
         case O_QUIET: job->quiet = 1; break;
+        case O_IMPORT: job->import_mode = 1; break;
         case O_HELP: fputs(help_text, stdout); return 0;
         default: fputs(usage_text, stderr); return ESM_EXIT_USAGE;
         }
@@ -1178,6 +1189,13 @@ int main(int argc, char **argv)
         return usage_error("unexpected argument");
     if (!job->config_path || !job->state_path)
         return usage_error("--config and --state are required");
+    snprintf(job->import_url, sizeof(job->import_url), "%s", *urls ? urls : "http://127.0.0.1:9200");
+    job->import_url[strcspn(job->import_url, ",")] = '\0';
+    {
+        size_t n = strlen(job->import_url);
+        while (n && job->import_url[n - 1] == '/')
+            job->import_url[--n] = '\0';
+    }
     if (esm_config_load(&job->cfg, job->config_path, job->database, errstr, sizeof(errstr)))
         return usage_error(errstr);
 
@@ -1301,7 +1319,20 @@ int main(int argc, char **argv)
         }
     }
 
-    if (run_snapshot(job))
+    {
+        int pending = 0;
+        for (int i = 0; i < job->ntables; i++)
+            pending += !job->tables[i].done;
+        /* a run that died in import mode left the saved values: with
+         * --import-mode they are kept (the snapshot goes on), else restored */
+        if (pending && job->import_mode) {
+            if (esm_import_begin(job))
+                job->fatal = 1;
+        } else if (esm_import_restore(job)) {
+            job->fatal = 1;
+        }
+    }
+    if (!job->fatal && run_snapshot(job))
         job->fatal = 1;
     /* every snapshot document acknowledged before the binlog phase */
     while (!job->fatal && esbulk_pending(job->eb) > 0)
@@ -1310,6 +1341,15 @@ int main(int argc, char **argv)
     int snapshot_done = 1;
     for (int i = 0; i < job->ntables; i++)
         snapshot_done &= job->tables[i].done;
+    /* the index's own settings back, before following the binlog (also
+     * after a signal or a failure) */
+    if (json_object_get(job->state, "import")) {
+        esbulk_flush(job->eb, 30000);
+        esm_serve(job, 0, 1);
+        if (esm_import_restore(job))
+            job->fatal = 1;
+        esm_serve(job, 0, 1);
+    }
     if (snapshot_done && !job->quiet) {
         uint64_t rows = 0;
         for (int i = 0; i < job->ntables; i++)

@@ -36,6 +36,7 @@ typedef struct esm_unit_s {
     int64_t remaining;        /* documents without a result yet */
     int last;                 /* the table's last page: the snapshot is complete */
     int blocked;              /* a document failed with --on-error stop */
+    int open;                 /* documents are still being added: not done yet */
     json_t *key;              /* the last key (array of strings), owned */
     char *file;               /* binlog batches: the position after them */
     uint64_t pos;
@@ -73,6 +74,7 @@ typedef struct {
     int on_error_stop;
     int snapshot_only, catch_up, resnapshot, quiet;
     int import_mode;
+    char import_url[1024];  /* the first --url: settings requests */
     unsigned server_id;
     esm_map_opts_t map;
     /* connections */
@@ -134,6 +136,12 @@ void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const ch
                      const char *body, size_t body_len);
 /* The external version of a binlog position: file number << 32 | offset. */
 int64_t esm_version_of(const char *file, uint64_t pos);
+
+/* import.c: --import-mode. begin saves each index's settings in the state
+ * (unless saved already) and sets the fast ones; restore puts the saved
+ * ones back and drops them from the state. 0, or -1 with a message. */
+int esm_import_begin(esm_job_t *job);
+int esm_import_restore(esm_job_t *job);
 
 /* binlog.c: follows the binary log from the state's position. Returns an
  * exit status (0: stopped as asked). */

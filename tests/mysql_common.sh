@@ -28,13 +28,17 @@ finish() {
 trap 'finish' EXIT
 trap 'exit 1' INT TERM
 
+# Each test reads the binlog with a replica id of its own: the server drops
+# an older binlog reader that has the same id (tests run in parallel).
+server_id=$((10000 + $$ % 50000))
 # esm ARGS...: runs esbulk-mysql against the test servers; stderr in $tmp/err
 esm() {
-    "$esm_bin" --port "$port" --url "$url" --quiet "$@" 2>"$tmp/err"
+    "$esm_bin" --port "$port" --url "$url" --server-id "$server_id" --quiet "$@" 2>"$tmp/err"
 }
 # esm_bg ARGS...: the same in the background; $! is its pid
 esm_bg() {
-    "$esm_bin" --port "$port" --url "$url" --quiet "$@" 2>>"$tmp/err.bg" &
+    "$esm_bin" --port "$port" --url "$url" --server-id "$server_id" --quiet "$@" \
+        2>>"$tmp/err.bg" &
 }
 # state_key STATE TABLE: the checkpoint key of TABLE (its first part), "" when none
 state_key() {
