@@ -464,6 +464,7 @@ static int flush_batch(follow_t *F)
     u->file = strdup(F->bfile);
     u->pos = F->bpos;
     u->open = 1;
+    u->read_ns = F->npend ? F->first_pend_ns : 0;
     if (job->btail)
         job->btail->next = u;
     else

@@ -313,6 +313,16 @@ static void advance(esm_job_t *job)
         json_object_set_new(b, "pos", json_integer((json_int_t)u->pos));
         json_object_set_new(job->state, "binlog", b);
         job->state_dirty = 1;
+        if (u->read_ns) {
+            if (!job->applies)
+                job->applies = malloc(100000 * sizeof(int64_t));
+            if (job->applies) {
+                job->applies[job->apply_next] = (esm_now_ns() - u->read_ns) / 1000000;
+                job->apply_next = (job->apply_next + 1) % 100000;
+                if (job->napplies < 100000)
+                    job->napplies++;
+            }
+        }
         free(u->file);
         free(u);
     }
@@ -1100,6 +1110,18 @@ static void write_stats(esm_job_t *job)
         json_object_set_new(o, "binlog_lag", lag);
         free(sorted);
     }
+    if (job->napplies) {
+        int64_t *sorted = malloc(job->napplies * sizeof(int64_t));
+        memcpy(sorted, job->applies, job->napplies * sizeof(int64_t));
+        qsort(sorted, job->napplies, sizeof(int64_t), cmp_i64);
+        json_t *ap = json_object();
+        json_object_set_new(ap, "batches", json_integer((json_int_t)job->napplies));
+        json_object_set_new(ap, "p50_ms", json_integer(sorted[job->napplies / 2]));
+        json_object_set_new(ap, "p99_ms", json_integer(sorted[job->napplies * 99 / 100]));
+        json_object_set_new(ap, "max_ms", json_integer(sorted[job->napplies - 1]));
+        json_object_set_new(o, "binlog_apply", ap);
+        free(sorted);
+    }
     char *es = esbulk_stats_json(job->eb);
     json_t *ej = es ? json_loads(es, 0, NULL) : NULL;
     esbulk_free(es);
@@ -1432,6 +1454,7 @@ out:
     }
     free(job->tables);
     free(job->lags);
+    free(job->applies);
     json_decref(job->state);
     esm_config_free(&job->cfg);
     mysql_library_end();

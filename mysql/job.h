@@ -40,6 +40,7 @@ typedef struct esm_unit_s {
     json_t *key;              /* the last key (array of strings), owned */
     char *file;               /* binlog batches: the position after them */
     uint64_t pos;
+    int64_t read_ns;          /* binlog batches: when their first event was read */
 } esm_unit_t;
 
 typedef struct esm_table_s {
@@ -106,6 +107,8 @@ typedef struct {
     uint64_t lag_samples;
     int64_t *lags;     /* ring of recent lag samples (ms), for percentiles */
     size_t nlags, lag_next;
+    int64_t *applies;  /* ring: batch read to acknowledged (ms) */
+    size_t napplies, apply_next;
 } esm_job_t;
 
 extern volatile sig_atomic_t esm_interrupted;

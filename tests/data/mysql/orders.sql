@@ -2,6 +2,7 @@
 -- @orders: initial rows.
 DROP TABLE IF EXISTS orders;
 DROP PROCEDURE IF EXISTS churn;
+DROP PROCEDURE IF EXISTS churn_rate;
 CREATE TABLE orders (
   id INT NOT NULL PRIMARY KEY,
   customer INT NOT NULL,
@@ -47,6 +48,20 @@ BEGIN
       COMMIT;
     END IF;
     SET i = i + 1;
+  END WHILE;
+END //
+-- a steady rate: about `rate` changes per second for secs seconds
+CREATE PROCEDURE churn_rate(IN rate INT, IN secs INT, IN base INT, IN maxid INT)
+BEGIN
+  DECLARE t0 DATETIME(6) DEFAULT SYSDATE(6);
+  DECLARE n INT DEFAULT 0;
+  WHILE TIMESTAMPDIFF(MICROSECOND, t0, SYSDATE(6)) < secs * 1000000 DO
+    IF n < TIMESTAMPDIFF(MICROSECOND, t0, SYSDATE(6)) * rate / 1000000 THEN
+      CALL churn(10, base + n, maxid, 600);
+      SET n = n + 10;
+    ELSE
+      DO SLEEP(0.002);
+    END IF;
   END WHILE;
 END //
 DELIMITER ;
