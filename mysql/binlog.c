@@ -752,15 +752,17 @@ int esm_binlog_follow(esm_job_t *job)
             F.bfile = strdup(F.file);
             F.bpos = ev->next_event_pos;
         }
+        int heartbeat = ev->event_type == HEARTBEAT_LOG_EVENT;
         if (!keep)
             mariadb_free_rpl_event(ev);
+        ev = NULL;
         int64_t now = esm_now_ns();
         int done = tfile && boundary && caught_up(&F, tfile, tpos);
         if (boundary && (F.npend >= FLUSH_KEYS || (F.npend && now - F.first_pend_ns >= FLUSH_NS) ||
                          done || (!F.npend && job->state_written_ns + 1000000000LL < now))) {
             if (flush_batch(&F))
                 goto out;
-        } else if (ev->event_type == HEARTBEAT_LOG_EVENT) {
+        } else if (heartbeat) {
             /* idle at the end of the binlog: send what is gathered, move on */
             if (flush_batch(&F))
                 goto out;
