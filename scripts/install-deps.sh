@@ -18,13 +18,16 @@
 #          packages none, so tests/cluster/opensearch.sh takes the newest one
 #          under /usr/lib/jvm (the machines' Temurin 25) or ESBULK_JAVA, and
 #          fails with that message when there is none
+#          MariaDB server, client and Connector/C (esbulk-mysql and its tests,
+#          tests/mariadb/mariadb.sh)
 set -euo pipefail
 
 what=${1:-all}
 build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
 test_pkgs=(check clang valgrind curl python3 python3-venv openjdk-17-jdk-headless maven groff-base
-           openssl util-linux golang-go)
+           openssl util-linux golang-go
+           mariadb-server mariadb-client libmariadb-dev)
 
 case "$what" in
 build) pkgs=("${build_pkgs[@]}") ;;

@@ -1,0 +1,169 @@
+/*
+ * --import-mode: before the snapshot, each index's refresh_interval,
+ * number_of_replicas and translog durability are saved in the state file
+ * and set to -1, 0 and async; after the snapshot (also after SIGINT/SIGTERM,
+ * and at the next start after a run that died) the saved values are put
+ * back. A setting that was not set on the index is saved as null, which
+ * resets it to the default. These are plain HTTP requests to the first
+ * --url (libcurl), outside libesbulk's engine.
+ */
+#include "job.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *keys[3] = {"refresh_interval", "number_of_replicas", "translog.durability"};
+
+static size_t on_body(char *p, size_t size, size_t n, void *opaque)
+{
+    esm_buf_t *b = opaque;
+    return esm_buf_add(b, p, size * n) ? 0 : size * n;
+}
+
+/* One request; *status gets the HTTP status; the body in out. */
+static int http(esm_job_t *job, const char *method, const char *path, const char *body,
+                long *status, esm_buf_t *out)
+{
+    char url[2048];
+    snprintf(url, sizeof(url), "%s%s", job->import_url, path);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return -1;
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    out->len = 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        esm_log("%s %s: %s", method, url, curl_easy_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int put_settings(esm_job_t *job, const char *index, json_t *values)
+{
+    json_t *o = json_object();
+    json_object_set(o, "index", values);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char path[1024];
+    snprintf(path, sizeof(path), "/%s/_settings", index);
+    esm_buf_t out = {0};
+    long status = 0;
+    int rc = http(job, "PUT", path, body, &status, &out);
+    if (rc == 0 && status != 200) {
+        esm_log("PUT %s: HTTP %ld: %.300s", path, status, out.p ? out.p : "");
+        rc = -1;
+    }
+    free(body);
+    esm_buf_free(&out);
+    return rc;
+}
+
+int esm_import_restore(esm_job_t *job)
+{
+    json_t *imp = json_object_get(job->state, "import");
+    if (!imp)
+        return 0;
+    const char *index;
+    json_t *saved;
+    int rc = 0;
+    json_object_foreach(imp, index, saved) {
+        if (put_settings(job, index, saved))
+            rc = -1;
+        else if (!job->quiet)
+            esm_log("%s: settings restored", index);
+    }
+    if (rc == 0) {
+        json_object_del(job->state, "import");
+        job->state_dirty = 1;
+    }
+    return rc;
+}
+
+int esm_import_begin(esm_job_t *job)
+{
+    json_t *imp = json_object_get(job->state, "import");
+    if (!imp) {
+        imp = json_object();
+        json_object_set_new(job->state, "import", imp);
+    }
+    for (int i = 0; i < job->ntables; i++) {
+        const char *index = job->tables[i].index;
+        if (json_object_get(imp, index))
+            continue; /* saved by an earlier run that died: keep its values */
+        char path[1024];
+        snprintf(path, sizeof(path), "/%s/_settings?flat_settings=true", index);
+        esm_buf_t out = {0};
+        long status = 0;
+        if (http(job, "GET", path, NULL, &status, &out)) {
+            esm_buf_free(&out);
+            return -1;
+        }
+        if (status == 404) {
+            /* created now, so that its settings can be set */
+            long st2 = 0;
+            char p2[1024];
+            snprintf(p2, sizeof(p2), "/%s", index);
+            if (http(job, "PUT", p2, "{}", &st2, &out) || st2 != 200) {
+                esm_log("cannot create index %s: HTTP %ld", index, st2);
+                esm_buf_free(&out);
+                return -1;
+            }
+            if (http(job, "GET", path, NULL, &status, &out)) {
+                esm_buf_free(&out);
+                return -1;
+            }
+        }
+        json_t *r = status == 200 ? json_loadb(out.p, out.len, 0, NULL) : NULL;
+        esm_buf_free(&out);
+        if (!r) {
+            esm_log("GET %s: HTTP %ld", path, status);
+            return -1;
+        }
+        /* the answer is keyed by the concrete index (an alias resolves) */
+        const char *concrete;
+        json_t *v, *settings = NULL;
+        json_object_foreach(r, concrete, v) {
+            settings = json_object_get(v, "settings");
+            break;
+        }
+        json_t *saved = json_object();
+        for (int k = 0; k < 3; k++) {
+            char flat[64];
+            snprintf(flat, sizeof(flat), "index.%s", keys[k]);
+            json_t *val = json_object_get(settings, flat);
+            json_object_set(saved, keys[k], val ? val : json_null());
+        }
+        json_decref(r);
+        json_object_set_new(imp, index, saved);
+        job->state_dirty = 1;
+    }
+    /* saved before anything is changed */
+    esm_serve(job, 0, 1);
+    if (job->fatal)
+        return -1;
+    json_t *fast = json_object();
+    json_object_set_new(fast, "refresh_interval", json_string("-1"));
+    json_object_set_new(fast, "number_of_replicas", json_integer(0));
+    json_object_set_new(fast, "translog.durability", json_string("async"));
+    int rc = 0;
+    for (int i = 0; i < job->ntables && rc == 0; i++)
+        rc = put_settings(job, job->tables[i].index, fast);
+    json_decref(fast);
+    if (rc == 0 && !job->quiet)
+        esm_log("import mode: refresh_interval -1, number_of_replicas 0, translog async");
+    return rc;
+}

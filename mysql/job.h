@@ -1,0 +1,155 @@
+/*
+ * esbulk-mysql: the job's shared state (esbulk_mysql.c: options, tables,
+ * snapshot, results, state file; binlog.c: the binary-log follower).
+ */
+#ifndef ESM_JOB_H
+#define ESM_JOB_H
+
+#include "esm.h"
+
+#include <esbulk.h>
+#include <jansson.h>
+#include <mysql.h>
+#include <signal.h>
+#include <stdio.h>
+
+#define ESM_EXIT_FAILED 1
+#define ESM_EXIT_USAGE 2
+#define ESM_EXIT_PURGED 3
+
+typedef struct {
+    char *name;          /* column name in the table */
+    char *field;         /* field name in the document */
+    esm_kind_t kind;
+    int ordinal;         /* 0-based position in the table (binlog row images) */
+    int is_signed;
+} esm_col_t;
+
+struct esm_table_s;
+
+/* A unit of work whose documents are acknowledged together: a snapshot page
+ * (then key is its last row's key) or a binlog batch (then file/pos is the
+ * transaction boundary every earlier event is covered by). */
+typedef struct esm_unit_s {
+    struct esm_unit_s *next;
+    struct esm_table_s *table; /* NULL: a binlog batch */
+    int64_t remaining;        /* documents without a result yet */
+    int last;                 /* the table's last page: the snapshot is complete */
+    int blocked;              /* a document failed with --on-error stop */
+    int open;                 /* documents are still being added: not done yet */
+    json_t *key;              /* the last key (array of strings), owned */
+    char *file;               /* binlog batches: the position after them */
+    uint64_t pos;
+    int64_t read_ns;          /* binlog batches: when their first event was read */
+} esm_unit_t;
+
+typedef struct esm_table_s {
+    char *db, *name, *index, *qname; /* qname: `db`.`name` */
+    char *fullname;                  /* db.name, the state file's key */
+    esm_col_t *cols;                 /* every output column */
+    int ncols;
+    esm_col_t *keys;                 /* the key (id) columns, in key order */
+    int nkeys;
+    char *select_list;               /* output columns, then the key columns */
+    int done;                        /* snapshot complete */
+    json_t *ack_key;                 /* highest key with every row up to it acked */
+    esm_unit_t *head, *tail;         /* pages in order */
+    uint64_t rows_read, rows_failed;
+    uint64_t approx_rows;            /* information_schema estimate (progress) */
+    /* binlog: keys waiting for a re-read */
+    struct esm_pending_s *pend;
+    size_t npend, cap_pend;
+} esm_table_t;
+
+typedef struct esm_pending_s {
+    json_t *key;      /* owned */
+    int64_t version;
+} esm_pending_t;
+
+typedef struct {
+    /* options */
+    const char *host, *user, *password, *database, *socket;
+    unsigned port;
+    const char *config_path, *state_path, *dead_letter_path, *stats_path;
+    int page_rows;
+    int on_error_stop;
+    int snapshot_only, catch_up, resnapshot, quiet;
+    int import_mode;
+    char import_url[1024];  /* the first --url: settings requests */
+    unsigned server_id;
+    esm_map_opts_t map;
+    /* connections */
+    MYSQL *db;
+    /* tables */
+    esm_config_t cfg;
+    esm_table_t *tables;
+    int ntables;
+    /* the engine */
+    esbulk_t *eb;
+    esbulk_docopts_t *opts;
+    /* state */
+    json_t *state;
+    int state_dirty;
+    int64_t state_written_ns;
+    /* binlog units */
+    esm_unit_t *bhead, *btail;
+    /* outputs */
+    FILE *dead;
+    /* counters */
+    uint64_t docs_added, docs_indexed, docs_conflict, docs_failed, rows_unmappable;
+    uint64_t deletes, binlog_events, binlog_rows;
+    int stop;          /* --on-error stop triggered */
+    int fatal;         /* a runtime error: exit 1 */
+    /* progress */
+    int progress;
+    int64_t t0_ns, last_progress_ns;
+    int64_t lag_ms;    /* binlog lag: now - timestamp of the last event read */
+    uint64_t lag_samples;
+    int64_t *lags;     /* ring of recent lag samples (ms), for percentiles */
+    size_t nlags, lag_next;
+    int64_t *applies;  /* ring: batch read to acknowledged (ms) */
+    size_t napplies, apply_next;
+} esm_job_t;
+
+extern volatile sig_atomic_t esm_interrupted;
+
+int64_t esm_now_ns(void);
+void esm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Runs a statement; -1 with a message on error. */
+int esm_query(esm_job_t *job, MYSQL *db, const char *sql);
+/* Serves results (wait_ms), advances checkpoints, writes the state file when
+ * due (force: now). */
+void esm_serve(esm_job_t *job, int wait_ms, int force_state);
+/* Adds one document (body NULL: delete) for table with the given external
+ * version, into unit; handles a full buffer and refusals. */
+void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *id,
+                 size_t id_len, const char *body, size_t body_len, int64_t version);
+/* Maps one result row to a document body; -1 with why when it cannot be. */
+int esm_row_json(esm_job_t *job, esm_table_t *t, MYSQL_ROW row, unsigned long *lens,
+                 esm_buf_t *out, char *why, size_t why_size);
+/* The _id of a key (array of strings). */
+void esm_key_id(esm_table_t *t, json_t *key, esm_buf_t *out);
+/* The key of a row (array of strings, new reference). */
+json_t *esm_row_key(esm_table_t *t, MYSQL_ROW row, unsigned long *lens);
+/* Appends the SQL literal of key component i. */
+void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_buf_t *out);
+/* Writes a dead-letter line. */
+void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *id,
+                     const char *reason, int32_t status, const char *error_type,
+                     const char *body, size_t body_len);
+/* The external version of a binlog position: file number << 32 | offset. */
+int64_t esm_version_of(const char *file, uint64_t pos);
+
+/* import.c: --import-mode. begin saves each index's settings in the state
+ * (unless saved already) and sets the fast ones; restore puts the saved
+ * ones back and drops them from the state. 0, or -1 with a message. */
+int esm_import_begin(esm_job_t *job);
+int esm_import_restore(esm_job_t *job);
+
+/* binlog.c: follows the binary log from the state's position. Returns an
+ * exit status (0: stopped as asked). */
+int esm_binlog_follow(esm_job_t *job);
+/* 1 when file is still on the server, 0 when not, -1 on error. */
+int esm_binlog_exists(esm_job_t *job, const char *file);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * MySQL/MariaDB values, as the text protocol returns them, to JSON: the
+ * type mapping documented in esbulk-mysql(1) ("TYPE MAPPING"). Plain code
+ * over plain data: no I/O.
+ */
+#include "esm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int esm_buf_reserve(esm_buf_t *b, size_t more)
+{
+    if (b->len + more + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more + 1)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int esm_buf_add(esm_buf_t *b, const void *data, size_t len)
+{
+    if (esm_buf_reserve(b, len))
+        return -1;
+    memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+int esm_buf_adds(esm_buf_t *b, const char *s)
+{
+    return esm_buf_add(b, s, strlen(s));
+}
+
+int esm_buf_addc(esm_buf_t *b, char c)
+{
+    return esm_buf_add(b, &c, 1);
+}
+
+void esm_buf_free(esm_buf_t *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    unsigned min;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2;
+        min = 0x80;
+        c &= 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3;
+        min = 0x800;
+        c &= 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4;
+        min = 0x10000;
+        c &= 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+int esm_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(p + i, len - i);
+        if (!n)
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
+int esm_json_string(esm_buf_t *out, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    if (esm_buf_reserve(out, len + 2))
+        return -1;
+    out->p[out->len++] = '"';
+    size_t run = 0; /* start of the bytes not yet copied */
+    for (size_t i = 0; i < len;) {
+        unsigned c = p[i];
+        if (c >= 0x80) {
+            size_t n = utf8_seq(p + i, len - i);
+            if (!n)
+                return -1;
+            i += n;
+            continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        if (esm_buf_add(out, s + run, i - run))
+            return -1;
+        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        size_t elen = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            elen = 6;
+        }
+        if (esm_buf_add(out, esc, elen))
+            return -1;
+        i++;
+        run = i;
+    }
+    if (esm_buf_add(out, s + run, len - run) || esm_buf_addc(out, '"'))
+        return -1;
+    return 0;
+}
+
+static int base64(esm_buf_t *out, const unsigned char *s, size_t len)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (esm_buf_reserve(out, (len + 2) / 3 * 4 + 2))
+        return -1;
+    char *o = out->p + out->len;
+    *o++ = '"';
+    size_t i = 0;
+    for (; i + 2 < len; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (unsigned)s[i + 1] << 8 | s[i + 2];
+        *o++ = tab[v >> 18];
+        *o++ = tab[(v >> 12) & 63];
+        *o++ = tab[(v >> 6) & 63];
+        *o++ = tab[v & 63];
+    }
+    if (i < len) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < len ? (unsigned)s[i + 1] << 8 : 0);
+        *o++ = tab[v >> 18];
+        *o++ = tab[(v >> 12) & 63];
+        *o++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+        *o++ = '=';
+    }
+    *o++ = '"';
+    out->len = (size_t)(o - out->p);
+    out->p[out->len] = '\0';
+    return 0;
+}
+
+/* A JSON number as MySQL prints it: [-]digits[.digits][e[+-]digits]. */
+static int json_number(const char *v, size_t len)
+{
+    size_t i = 0;
+    if (i < len && v[i] == '-')
+        i++;
+    size_t d = i;
+    while (i < len && v[i] >= '0' && v[i] <= '9')
+        i++;
+    if (i == d || (v[d] == '0' && i - d > 1))
+        return 0;
+    if (i < len && v[i] == '.') {
+        size_t f = ++i;
+        while (i < len && v[i] >= '0' && v[i] <= '9')
+            i++;
+        if (i == f)
+            return 0;
+    }
+    if (i < len && (v[i] == 'e' || v[i] == 'E')) {
+        i++;
+        if (i < len && (v[i] == '+' || v[i] == '-'))
+            i++;
+        size_t e = i;
+        while (i < len && v[i] >= '0' && v[i] <= '9')
+            i++;
+        if (i == e)
+            return 0;
+    }
+    return i == len;
+}
+
+/* 1 when v holds only '0' digits in its date part (0000-00-00, or a month
+ * or day of 0: not a calendar date). */
+static int zero_date(const char *v, size_t len)
+{
+    if (len < 10)
+        return 1;
+    return (v[5] == '0' && v[6] == '0') || (v[8] == '0' && v[9] == '0') ||
+           !memcmp(v, "0000", 4);
+}
+
+int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
+                   const esm_map_opts_t *opts, char *why, size_t why_size)
+{
+    if (!v)
+        return esm_buf_add(out, "null", 4);
+    switch (kind) {
+    case ESM_K_INT:
+        if (!json_number(v, len))
+            break;
+        return esm_buf_add(out, v, len);
+    case ESM_K_BOOL:
+        if (len == 1 && v[0] == '0')
+            return esm_buf_add(out, "false", 5);
+        return esm_buf_add(out, "true", 4);
+    case ESM_K_FLOAT:
+        if (!json_number(v, len))
+            break; /* no NaN or infinity in JSON */
+        return esm_buf_add(out, v, len);
+    case ESM_K_DECIMAL:
+        if (opts->decimal_number) {
+            if (!json_number(v, len))
+                break;
+            return esm_buf_add(out, v, len);
+        }
+        return esm_json_string(out, v, len);
+    case ESM_K_YEAR:
+        if (len == 4 && !memcmp(v, "0000", 4))
+            return esm_buf_add(out, "null", 4);
+        if (!json_number(v, len))
+            break;
+        return esm_buf_add(out, v, len);
+    case ESM_K_DATE:
+        if (zero_date(v, len))
+            return esm_buf_add(out, "null", 4);
+        return esm_json_string(out, v, len);
+    case ESM_K_DATETIME: {
+        /* "YYYY-MM-DD HH:MM:SS[.ffffff]" -> "YYYY-MM-DDTHH:MM:SS[.ffffff]+HH:MM" */
+        if (zero_date(v, len))
+            return esm_buf_add(out, "null", 4);
+        if (len < 19 || len > 26 || v[10] != ' ')
+            break;
+        char tmp[40];
+        memcpy(tmp, v, len);
+        tmp[10] = 'T';
+        size_t tzlen = strlen(opts->tz);
+        memcpy(tmp + len, opts->tz, tzlen);
+        return esm_json_string(out, tmp, len + tzlen);
+    }
+    case ESM_K_TIME:
+    case ESM_K_ENUM:
+    case ESM_K_TEXT:
+        if (esm_json_string(out, v, len) == 0)
+            return 0;
+        snprintf(why, why_size, "invalid UTF-8");
+        return -1;
+    case ESM_K_BIT: {
+        if (len > 8)
+            break;
+        uint64_t n = 0;
+        for (size_t i = 0; i < len; i++)
+            n = n << 8 | (unsigned char)v[i];
+        char num[24];
+        int k = snprintf(num, sizeof(num), "%llu", (unsigned long long)n);
+        return esm_buf_add(out, num, (size_t)k);
+    }
+    case ESM_K_SET: {
+        if (esm_buf_addc(out, '['))
+            return -1;
+        size_t start = 0;
+        for (size_t i = 0; len && i <= len; i++) {
+            if (i == len || v[i] == ',') {
+                if (start && esm_buf_addc(out, ','))
+                    return -1;
+                if (esm_json_string(out, v + start, i - start)) {
+                    snprintf(why, why_size, "invalid UTF-8");
+                    return -1;
+                }
+                start = i + 1;
+            }
+        }
+        return esm_buf_addc(out, ']');
+    }
+    case ESM_K_JSON:
+        /* MariaDB keeps JSON as text checked by json_valid(); invalid
+         * UTF-8 in it still breaks the document. */
+        if (!esm_utf8_valid(v, len)) {
+            snprintf(why, why_size, "invalid UTF-8");
+            return -1;
+        }
+        if (len == 0)
+            return esm_buf_add(out, "null", 4);
+        return esm_buf_add(out, v, len);
+    case ESM_K_BINARY:
+        return base64(out, (const unsigned char *)v, len);
+    }
+    snprintf(why, why_size, "value \"%.*s\" does not map to JSON", (int)(len > 40 ? 40 : len), v);
+    return -1;
+}

@@ -1,0 +1,111 @@
+/* esbulk-mysql's type mapping (mysql/rowjson.c), pure code: each kind of
+ * column value as the text protocol gives it, to its JSON; zero dates,
+ * SET, BIT, base64, JSON strings with escapes, and invalid UTF-8 reported
+ * as a reason. The module is compiled in here (it has no dependency), so
+ * the sanitizer and valgrind runs take this test as they are. */
+#include "mysql/rowjson.c"
+
+#include <check.h>
+
+static esm_map_opts_t opts = {0, "+00:00"};
+
+/* The JSON of one value, or "ERR:<why>". Static buffer. */
+static const char *map(esm_kind_t kind, const char *v, size_t len)
+{
+    static char out[512];
+    esm_buf_t b = {0};
+    char why[128] = "";
+    int rc = esm_value_json(&b, kind, v, len, &opts, why, sizeof(why));
+    if (rc)
+        snprintf(out, sizeof(out), "ERR:%s", why);
+    else
+        snprintf(out, sizeof(out), "%s", b.p ? b.p : "");
+    esm_buf_free(&b);
+    return out;
+}
+#define MAP(kind, s) map(kind, s, sizeof(s) - 1)
+
+START_TEST(test_scalars)
+{
+    ck_assert_str_eq(map(ESM_K_INT, NULL, 0), "null");
+    ck_assert_str_eq(MAP(ESM_K_INT, "-42"), "-42");
+    ck_assert_str_eq(MAP(ESM_K_BOOL, "0"), "false");
+    ck_assert_str_eq(MAP(ESM_K_BOOL, "1"), "true");
+    ck_assert_str_eq(MAP(ESM_K_BOOL, "7"), "true");
+    ck_assert_str_eq(MAP(ESM_K_FLOAT, "1.5e-7"), "1.5e-7");
+    ck_assert_str_eq(MAP(ESM_K_FLOAT, "inf"), "ERR:value \"inf\" does not map to JSON");
+    ck_assert_str_eq(MAP(ESM_K_DECIMAL, "-0.50"), "\"-0.50\"");
+    opts.decimal_number = 1;
+    ck_assert_str_eq(MAP(ESM_K_DECIMAL, "-0.50"), "-0.50");
+    opts.decimal_number = 0;
+    ck_assert_str_eq(MAP(ESM_K_YEAR, "0000"), "null");
+    ck_assert_str_eq(MAP(ESM_K_YEAR, "2024"), "2024");
+    ck_assert_str_eq(MAP(ESM_K_ENUM, "paid"), "\"paid\"");
+}
+END_TEST
+
+START_TEST(test_dates)
+{
+    ck_assert_str_eq(MAP(ESM_K_DATE, "2024-02-29"), "\"2024-02-29\"");
+    ck_assert_str_eq(MAP(ESM_K_DATE, "0000-00-00"), "null");
+    ck_assert_str_eq(MAP(ESM_K_DATE, "2024-00-10"), "null");
+    ck_assert_str_eq(MAP(ESM_K_DATE, "2024-03-00"), "null");
+    ck_assert_str_eq(MAP(ESM_K_DATETIME, "2024-02-29 23:59:58"), "\"2024-02-29T23:59:58+00:00\"");
+    ck_assert_str_eq(MAP(ESM_K_DATETIME, "2024-02-29 23:59:58.123456"),
+                     "\"2024-02-29T23:59:58.123456+00:00\"");
+    ck_assert_str_eq(MAP(ESM_K_DATETIME, "0000-00-00 00:00:00"), "null");
+    snprintf(opts.tz, sizeof(opts.tz), "-05:30");
+    ck_assert_str_eq(MAP(ESM_K_DATETIME, "2024-01-01 00:00:00"), "\"2024-01-01T00:00:00-05:30\"");
+    snprintf(opts.tz, sizeof(opts.tz), "+00:00");
+    ck_assert_str_eq(MAP(ESM_K_TIME, "-838:59:59"), "\"-838:59:59\"");
+}
+END_TEST
+
+START_TEST(test_bit_set_binary_json)
+{
+    ck_assert_str_eq(map(ESM_K_BIT, "\x01\x02", 2), "258");
+    ck_assert_str_eq(map(ESM_K_BIT, "\xff\xff\xff\xff\xff\xff\xff\xff", 8), "18446744073709551615");
+    ck_assert_str_eq(MAP(ESM_K_SET, ""), "[]");
+    ck_assert_str_eq(MAP(ESM_K_SET, "a"), "[\"a\"]");
+    ck_assert_str_eq(MAP(ESM_K_SET, "a,b,c"), "[\"a\",\"b\",\"c\"]");
+    ck_assert_str_eq(map(ESM_K_BINARY, "", 0), "\"\"");
+    ck_assert_str_eq(map(ESM_K_BINARY, "\0", 1), "\"AA==\"");
+    ck_assert_str_eq(map(ESM_K_BINARY, "ab", 2), "\"YWI=\"");
+    ck_assert_str_eq(map(ESM_K_BINARY, "abc", 3), "\"YWJj\"");
+    ck_assert_str_eq(map(ESM_K_BINARY, "\xff\xfe\xfd\xfc", 4), "\"//79/A==\"");
+    ck_assert_str_eq(MAP(ESM_K_JSON, "{\"a\": [1, null]}"), "{\"a\": [1, null]}");
+    ck_assert_str_eq(MAP(ESM_K_JSON, ""), "null");
+}
+END_TEST
+
+START_TEST(test_text_and_utf8)
+{
+    ck_assert_str_eq(MAP(ESM_K_TEXT, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
+    ck_assert_str_eq(MAP(ESM_K_TEXT, "Gr\xc3\xbc\xc3\x9f" "e \xf0\x9f\x98\x80"),
+                     "\"Gr\xc3\xbc\xc3\x9f" "e \xf0\x9f\x98\x80\"");
+    ck_assert_str_eq(MAP(ESM_K_TEXT, "A\xff" "B"), "ERR:invalid UTF-8");
+    ck_assert_str_eq(MAP(ESM_K_TEXT, "\xc0\xaf"), "ERR:invalid UTF-8");         /* overlong */
+    ck_assert_str_eq(MAP(ESM_K_TEXT, "\xed\xa0\x80"), "ERR:invalid UTF-8");     /* surrogate */
+    ck_assert_str_eq(MAP(ESM_K_TEXT, "\xe2\x82"), "ERR:invalid UTF-8");         /* truncated */
+    ck_assert_str_eq(MAP(ESM_K_SET, "a,\xff"), "ERR:invalid UTF-8");
+    ck_assert_str_eq(MAP(ESM_K_JSON, "\"\xff\""), "ERR:invalid UTF-8");
+    ck_assert_int_eq(esm_utf8_valid("\xf4\x8f\xbf\xbf", 4), 1);
+    ck_assert_int_eq(esm_utf8_valid("\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mysql_map");
+    TCase *tc = tcase_create("map");
+    tcase_add_test(tc, test_scalars);
+    tcase_add_test(tc, test_dates);
+    tcase_add_test(tc, test_bit_set_binary_json);
+    tcase_add_test(tc, test_text_and_utf8);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
