@@ -55,6 +55,8 @@ typedef struct {
     int borrowed;                /* the items' index, id and result are not theirs to free:
                                     they live in the arena, in the caller's want strings or
                                     are static (the single-pass reader) */
+    int item_errors;             /* borrowed: an item may hold error_type or error_reason
+                                    (else none does: nothing to free per item) */
     char *arena;                 /* index, id and result that had to be copied (one
                                     allocation for all, made when the first is needed) */
     size_t arena_len, arena_cap;
