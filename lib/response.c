@@ -1288,22 +1288,88 @@ typedef struct {
  * also rules out duplicates. Returns 0 with the item read (s->p past it), 1
  * when it is not that shape (s untouched: read_item reads it), -1 when out
  * of memory. item is written only on 0. */
-static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want_t *want,
-                      quick_t *q, esbulk__resp_t *out, esbulk__item_t *item)
-{
-    const unsigned char *p = s->p, *end = s->end;
-    span_t index, id, result;
-    int64_t status, seq_no = -1, primary_term = -1, version = -1;
-    int is_delete = 0, same_index = 0, is_static = 0, first = 1;
-    char *r_index = NULL, *r_id = NULL, *r_result = NULL;
+/* The fields quick_rest reads. */
+typedef struct {
+    span_t id, result;
+    const char *r_result; /* result as a static string (result.p is then NULL) */
+    int64_t status, seq_no, primary_term, version;
+} quick_fields_t;
 
 #define QAT(lit) ((size_t)(end - p) >= sizeof(lit) - 1 && bytes_are(p, lit, sizeof(lit) - 1))
+
+/* The members of the operation after _index, p at the first (first: there
+ * was no _index, so no ',' before it), to the end of the item: the
+ * position past it, or NULL when it is not the common shape. Inlined twice,
+ * with first a constant: the common copy compares each key with its ','
+ * in one go. */
+static ALWAYS_INLINE const unsigned char *quick_rest(const unsigned char *p,
+                                                    const unsigned char *end, const int first_in,
+                                                    quick_fields_t *f)
+{
+    int first = first_in;
+
     /* the member key "k": (the ',' before it, but for the first member) and
      * the ':' after it, compared as words */
 #define QKEY(k) (first ? QAT(k ":") : QAT("," k ":"))
 #define QSKIP(k) (p += sizeof(k ":") - (size_t)first, first = 0)
+    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), p < end && *p == '"') &&
+        (p = str_scan(p, end, &f->id)) == NULL)
+        return NULL;
+    if (QKEY("\"_version\"") && (QSKIP("\"_version\""), 1) &&
+        (p = quick_count(p, end, &f->version)) == NULL)
+        return NULL;
+    if (QKEY("\"result\"") && (QSKIP("\"result\""), p < end && *p == '"')) {
+        /* the usual ones as words, the others through str_scan */
+        if (end - p >= 9 && load8(p + 1) == load8("created\"")) {
+            f->r_result = created;
+            p += 9;
+        } else if (end - p >= 9 && load8(p + 1) == load8("updated\"")) {
+            f->r_result = updated;
+            p += 9;
+        } else if ((p = str_scan(p, end, &f->result)) == NULL) {
+            return NULL;
+        }
+    }
+    if (QKEY("\"_seq_no\"") && (QSKIP("\"_seq_no\""), 1) &&
+        (p = quick_count(p, end, &f->seq_no)) == NULL)
+        return NULL;
+    if (QKEY("\"_primary_term\"") && (QSKIP("\"_primary_term\""), 1) &&
+        (p = quick_count(p, end, &f->primary_term)) == NULL)
+        return NULL;
+    /* status last, then the end of the operation and of the item: anything
+     * else (no status, another member, one out of this order, a string
+     * where a number was, an error after the status) is left to read_item */
+    if (!first && QAT(",\"status\":201}}")) { /* the usual ones as two words */
+        f->status = 201;
+        return p + 15;
+    }
+    if (!first && QAT(",\"status\":200}}")) {
+        f->status = 200;
+        return p + 15;
+    }
+    if (!QKEY("\"status\""))
+        return NULL;
+    QSKIP("\"status\"");
+    if ((p = quick_count(p, end, &f->status)) == NULL || f->status < 100 || f->status > 599 ||
+        end - p < 2 || p[0] != '}' || p[1] != '}')
+        return NULL;
+    return p + 2;
+#undef QSKIP
+#undef QKEY
+}
 
-    index.p = id.p = result.p = NULL;
+static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want_t *want,
+                      quick_t *q, esbulk__resp_t *out, esbulk__item_t *item)
+{
+    const unsigned char *p = s->p, *end = s->end;
+    quick_fields_t f;
+    span_t index;
+    int is_delete = 0, same_index = 0;
+    char *r_index = NULL, *r_id = NULL, *r_result;
+
+    index.p = f.id.p = f.result.p = NULL;
+    f.r_result = NULL;
+    f.seq_no = f.primary_term = f.version = -1;
     if (QAT("{\"index\":{"))
         p += 10;
     else if (QAT("{\"create\":{") || QAT("{\"update\":{"))
@@ -1312,11 +1378,11 @@ static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_wan
         p += 11, is_delete = 1;
     else
         return 1;
-    if (QKEY("\"_index\"") && (QSKIP("\"_index\""), p < end && *p == '"')) {
+    if (QAT("\"_index\":\"")) {
         /* no plain_n is SIZE_MAX - 1 (a body is smaller) */
         size_t wn = want != NULL && want->index != NULL ? want->index_len : SIZE_MAX - 1;
 
-        p++;
+        p += 10;
         /* the bytes of the last index read (checked then), and the
          * document's: the same string, taken without a second check */
         if (wn == q->plain_n && (size_t)(end - p) > wn && p[wn] == '"' &&
@@ -1331,79 +1397,40 @@ static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_wan
                 q->plain_n = index.n;
             }
         }
-    }
-    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), p < end && *p == '"') &&
-        (p = str_scan(p, end, &id)) == NULL)
-        return 1;
-    if (QKEY("\"_version\"") && (QSKIP("\"_version\""), 1) &&
-        (p = quick_count(p, end, &version)) == NULL)
-        return 1;
-    if (QKEY("\"result\"") && (QSKIP("\"result\""), p < end && *p == '"')) {
-        /* the usual ones as words, the others through str_scan */
-        if (end - p >= 9 && load8(p + 1) == load8("created\"")) {
-            r_result = (char *)created;
-            is_static = 1;
-            p += 9;
-        } else if (end - p >= 9 && load8(p + 1) == load8("updated\"")) {
-            r_result = (char *)updated;
-            is_static = 1;
-            p += 9;
-        } else if ((p = str_scan(p, end, &result)) == NULL) {
-            return 1;
-        }
-    }
-    if (QKEY("\"_seq_no\"") && (QSKIP("\"_seq_no\""), 1) &&
-        (p = quick_count(p, end, &seq_no)) == NULL)
-        return 1;
-    if (QKEY("\"_primary_term\"") && (QSKIP("\"_primary_term\""), 1) &&
-        (p = quick_count(p, end, &primary_term)) == NULL)
-        return 1;
-    /* status last, then the end of the operation and of the item: anything
-     * else (no status, another member, one out of this order, a string
-     * where a number was, an error after the status) is left to read_item */
-    if (!first && QAT(",\"status\":201}}")) { /* the usual ones as two words */
-        status = 201;
-        p += 15;
-    } else if (!first && QAT(",\"status\":200}}")) {
-        status = 200;
-        p += 15;
+        p = quick_rest(p, end, 0, &f);
     } else {
-        if (!QKEY("\"status\""))
-            return 1;
-        QSKIP("\"status\"");
-        if ((p = quick_count(p, end, &status)) == NULL || status < 100 || status > 599 ||
-            end - p < 2 || p[0] != '}' || p[1] != '}')
-            return 1;
-        p += 2;
+        p = quick_rest(p, end, 1, &f);
     }
+    if (p == NULL)
+        return 1;
 
-    item->result_static = is_static;
+    r_result = (char *)f.r_result; /* static (items_free does not free it) */
+    item->result_static = r_result != NULL;
     if (same_index)
         r_index = (char *)want->index;
     if ((index.p != NULL &&
          (r_index = span_take(out, &index, want ? want->index : NULL,
                               want ? want->index_len : 0)) == NULL) ||
-        (id.p != NULL &&
-         (r_id = span_take(out, &id, want ? want->id : NULL, want ? want->id_len : 0)) == NULL) ||
-        (result.p != NULL && (r_result = result_take(out, &result, item)) == NULL))
+        (f.id.p != NULL &&
+         (r_id = span_take(out, &f.id, want ? want->id : NULL, want ? want->id_len : 0)) ==
+             NULL) ||
+        (f.result.p != NULL && (r_result = result_take(out, &f.result, item)) == NULL))
         return -1;
     item->index = r_index;
     item->id = r_id;
     item->result = r_result;
-    item->status = (int32_t)status;
-    item->seq_no = seq_no;
-    item->primary_term = primary_term;
-    item->version = version;
+    item->status = (int32_t)f.status;
+    item->seq_no = f.seq_no;
+    item->primary_term = f.primary_term;
+    item->version = f.version;
     item->error_type = item->error_reason = NULL;
-    item->klass = status >= 200 && status <= 299
+    item->klass = f.status >= 200 && f.status <= 299
                       ? ESBULK__ITEM_OK
                       : item_class(item, 0, is_delete, retry_cluster_block);
     s->p = p;
     return 0;
-#undef QSKIP
-#undef QKEY
-#undef QAT
 }
+#undef QAT
 
 /* The whole 2xx answer: 0 with out classified OK and its items set, or -1
  * with out as it was (nothing kept). */
