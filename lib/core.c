@@ -99,6 +99,8 @@ struct esbulk__core_s {
     esbulk__core_counts_t counts;
     unsigned rr;
     int64_t next_expire_ms, next_sweep_ms;
+    esbulk__resp_want_t *want; /* answer_http's: what a request's documents were */
+    size_t want_cap;
 };
 
 static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now);
@@ -118,7 +120,14 @@ static uint32_t rnd32(esbulk__core_t *c)
 static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcome,
                     esbulk_err_t err, int32_t status, const char *type, const char *reason)
 {
-    esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
+    if (type == NULL && reason == NULL && d->r_error_type == NULL && d->r_error_reason == NULL) {
+        /* a success (mostly): nothing to copy, nothing to free */
+        d->outcome = outcome;
+        d->err = err;
+        d->status = status;
+    } else {
+        esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
+    }
     esbulk__queue_push(&c->done, d);
     c->held--;
 }
@@ -705,6 +714,7 @@ void esbulk__core_free(esbulk__core_t *c)
     for (i = 0; i < c->nseeds; i++)
         free(c->seeds[i]);
     free(c->seeds);
+    free(c->want);
     esbulk__cluster_release(c->cluster);
     esbulk__map_free(&c->dest_map);
     esbulk__map_free(&c->ix_map);
@@ -1222,13 +1232,21 @@ static void doc_take_item(esbulk__doc_t *d, const esbulk__item_t *it)
     d->seq_no = it->seq_no;
     d->primary_term = it->primary_term;
     d->version = it->version;
-    free(d->r_index);
-    d->r_index = it->index != NULL && strcmp(it->index, d->index) != 0
-                     ? esbulk__strdup(it->index) : NULL;
-    free(d->r_result_own);
-    d->r_result_own = NULL;
+    if (d->r_index != NULL) {
+        free(d->r_index);
+        d->r_index = NULL;
+    }
+    /* the parser hands back d->index itself when the server answered it */
+    if (it->index != NULL && it->index != d->index && strcmp(it->index, d->index) != 0)
+        d->r_index = esbulk__strdup(it->index);
+    if (d->r_result_own != NULL) {
+        free(d->r_result_own);
+        d->r_result_own = NULL;
+    }
     d->r_result = NULL;
-    if (it->result != NULL) {
+    if (it->result != NULL && it->result_static) {
+        d->r_result = it->result;
+    } else if (it->result != NULL) {
         for (k = 0; k < ESBULK__ARRAY_LEN(results) && d->r_result == NULL; k++)
             if (strcmp(it->result, results[k]) == 0)
                 d->r_result = results[k];
@@ -1286,10 +1304,34 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
                         int64_t now)
 {
     esbulk__resp_t resp;
+    const esbulk__resp_want_t *want = NULL;
     size_t i;
 
-    if (esbulk__response_parse(a->status, a->body ? a->body : "", a->body_len, s->ndocs,
-                               c->cf.retry_cluster_block, &resp) != ESBULK_OK) {
+    /* what was sent, for the parser to compare the answer with in place
+     * (without it, it copies what it reads: the same outcome) */
+    if (a->status >= 200 && a->status <= 299 && s->ndocs > 0) {
+        if (c->want_cap < s->ndocs) {
+            esbulk__resp_want_t *w = realloc(c->want, s->ndocs * sizeof(*w));
+
+            if (w != NULL) {
+                c->want = w;
+                c->want_cap = s->ndocs;
+            }
+        }
+        if (c->want_cap >= s->ndocs) {
+            for (i = 0; i < s->ndocs; i++) {
+                const esbulk__doc_t *d = s->docs[i];
+
+                c->want[i].index = d->index;
+                c->want[i].index_len = strlen(d->index);
+                c->want[i].id = d->id;
+                c->want[i].id_len = d->id_len;
+            }
+            want = c->want;
+        }
+    }
+    if (esbulk__response_parse_want(a->status, a->body ? a->body : "", a->body_len, s->ndocs,
+                                    c->cf.retry_cluster_block, want, &resp) != ESBULK_OK) {
         for (i = 0; i < s->ndocs; i++)
             retry_or_give_up(c, s->dest, s->docs[i], 1, ESBULK_ERR_NOMEM, (int32_t)a->status,
                              NULL, "out of memory reading the response", now);

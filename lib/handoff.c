@@ -46,15 +46,27 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     int keep_body = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_KEEP_BODY);
     esbulk__queue_t drop = {0};
     esbulk__doc_t *d;
-    size_t freed_bytes = 0;
+    size_t freed_bytes = 0, q_bytes = 0;
+    uint64_t indexed = 0, failed = 0, possibly = 0, closed = 0;
 
+    /* everything per document outside the lock; under it, the results are
+     * appended at once (one by one only to drop the successes) */
     for (d = q->head; d != NULL; d = d->next) {
         /* the body is not needed any more, but for a dead-letter output */
         if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED)
             esbulk__doc_drop_lines(d);
         freed_bytes += d->body_bytes;
         d->body_bytes = 0;
+        q_bytes += d->lines_len;
+        switch (d->outcome) {
+        case ESBULK_OUTCOME_INDEXED: indexed++; break;
+        case ESBULK_OUTCOME_FAILED: failed++; break;
+        case ESBULK_OUTCOME_POSSIBLY: possibly++; break;
+        }
+        if (d->err == ESBULK_ERR_CLOSED)
+            closed++;
     }
+    q->bytes = q_bytes;
     pthread_mutex_lock(&eb->lock);
     eb->buffered_bytes -= freed_bytes;
     if (freed_bytes > 0)
@@ -69,15 +81,14 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     eb->stats.bytes_raw += n->bytes_raw;
     eb->stats.fetches += n->fetches;
     eb->stats.bytes_sent += bytes_sent;
+    eb->stats.indexed += indexed;
+    eb->stats.failed += failed;
+    eb->stats.possibly += possibly;
+    eb->stats.closed += closed;
+    if (!failures_only)
+        esbulk__queue_append(&eb->results, q);
     while ((d = esbulk__queue_pop(q)) != NULL) {
-        switch (d->outcome) {
-        case ESBULK_OUTCOME_INDEXED: eb->stats.indexed++; break;
-        case ESBULK_OUTCOME_FAILED: eb->stats.failed++; break;
-        case ESBULK_OUTCOME_POSSIBLY: eb->stats.possibly++; break;
-        }
-        if (d->err == ESBULK_ERR_CLOSED)
-            eb->stats.closed++;
-        if (d->outcome == ESBULK_OUTCOME_INDEXED && failures_only) {
+        if (d->outcome == ESBULK_OUTCOME_INDEXED) {
             /* served at once: nobody asked to see successes */
             if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
             if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;

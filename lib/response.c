@@ -236,10 +236,16 @@ static void items_free(esbulk__resp_t *out)
 {
     size_t i;
 
-    for (i = 0; i < out->nitems; i++) {
-        if (out->arena != NULL) /* index, id and result are in the arena */
-            out->items[i].index = out->items[i].id = out->items[i].result = NULL;
-        item_free(&out->items[i]);
+    for (i = 0; i < out->nitems && (!out->borrowed || out->item_errors); i++) {
+        esbulk__item_t *item = &out->items[i];
+
+        if (!out->borrowed) {
+            item_free(item);
+        } else if (item->error_type != NULL || item->error_reason != NULL) {
+            /* index, id and result are in the arena, the caller's or static */
+            free(item->error_type);
+            free(item->error_reason);
+        }
     }
     free(out->items);
     free(out->arena);
@@ -247,6 +253,7 @@ static void items_free(esbulk__resp_t *out)
     out->nitems = 0;
     out->arena = NULL;
     out->arena_len = out->arena_cap = 0;
+    out->borrowed = out->item_errors = 0;
 }
 
 /* The class of a parsed item; is_delete: its operation is "delete". */
@@ -705,6 +712,8 @@ static char *span_arena(esbulk__resp_t *out, const span_t *sp)
 {
     char *p;
 
+    if (out->arena == NULL && (out->arena = malloc(out->arena_cap)) == NULL)
+        return NULL;
     if (out->arena_cap - out->arena_len < sp->n + 1)
         return NULL;
     p = out->arena + out->arena_len;
@@ -891,16 +900,16 @@ static inline uint16_t load2(const void *p)
     return v;
 }
 
-/* k is the unescaped key lit[0..n): two overlapping loads each side, which
- * compilers fold to constants (memcmp they do not always inline). */
-static inline int key_is(const span_t *k, const char *lit, size_t n)
+/* p[0..n) is lit[0..n) (n a constant, p[0..n) readable): two overlapping
+ * loads each side, which compilers fold to constants (memcmp they do not
+ * always inline). */
+static ALWAYS_INLINE int bytes_are(const unsigned char *p, const char *lit, size_t n)
 {
-    const unsigned char *p = k->p;
-
-    if (k->n != n)
-        return 0;
-    if (n > 16)
+    if (n > 24)
         return memcmp(p, lit, n) == 0;
+    if (n > 16)
+        return load8(p) == load8(lit) && load8(p + 8) == load8(lit + 8) &&
+               load8(p + n - 8) == load8(lit + n - 8);
     if (n >= 8)
         return load8(p) == load8(lit) && load8(p + n - 8) == load8(lit + n - 8);
     if (n >= 4)
@@ -908,6 +917,34 @@ static inline int key_is(const span_t *k, const char *lit, size_t n)
     if (n >= 2)
         return load2(p) == load2(lit) && load2(p + n - 2) == load2(lit + n - 2);
     return n == 0 || p[0] == (unsigned char)lit[0];
+}
+
+/* a[0..n) == b[0..n), n not a constant: short strings (names and ids)
+ * without a call */
+static ALWAYS_INLINE int mem_eq(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    size_t i;
+
+    if (n > 16) {
+        for (i = 0; i + 8 < n; i += 8)
+            if (load8(x + i) != load8(y + i))
+                return 0;
+        return load8(x + n - 8) == load8(y + n - 8);
+    }
+    if (n >= 8)
+        return load8(x) == load8(y) && load8(x + n - 8) == load8(y + n - 8);
+    if (n >= 4)
+        return load4(x) == load4(y) && load4(x + n - 4) == load4(y + n - 4);
+    if (n >= 2)
+        return load2(x) == load2(y) && load2(x + n - 2) == load2(y + n - 2);
+    return n == 0 || x[0] == y[0];
+}
+
+/* k is the unescaped key lit[0..n). */
+static inline int key_is(const span_t *k, const char *lit, size_t n)
+{
+    return k->n == n && bytes_are(k->p, lit, n);
 }
 
 #define KEY_IS(k, lit) key_is(&(k), lit, sizeof(lit) - 1)
@@ -1069,10 +1106,49 @@ static int read_op(scan_t *s, fast_item_t *f)
     return r < 0 || !f->has_status ? -1 : 0;
 }
 
+/* sp as a string of the item: the caller's own pointer w when it is the
+ * same string (w[0..wn)), else a copy in the arena. NULL when out of
+ * memory. */
+static ALWAYS_INLINE char *span_take(esbulk__resp_t *out, const span_t *sp, const char *w, size_t wn)
+{
+    if (w != NULL && !sp->esc && sp->n == wn && mem_eq(sp->p, w, wn))
+        return (char *)w; /* borrowed (items_free does not free it) */
+    return span_arena(out, sp);
+}
+
+/* The usual results, handed out as they are (item->result_static). */
+static const char created[] = "created", updated[] = "updated", deleted[] = "deleted",
+                  noop[] = "noop", not_found[] = "not_found";
+
+/* An item's result: one of the usual ones as a static string, else a copy
+ * in the arena. */
+static ALWAYS_INLINE char *result_take(esbulk__resp_t *out, const span_t *sp, esbulk__item_t *item)
+{
+    const char *r = NULL;
+
+    if (!sp->esc) {
+        if (sp->n == 7) {
+            r = bytes_are(sp->p, created, 7)   ? created
+                : bytes_are(sp->p, updated, 7) ? updated
+                : bytes_are(sp->p, deleted, 7) ? deleted
+                                               : NULL;
+        } else if (sp->n == 4 && bytes_are(sp->p, noop, 4)) {
+            r = noop;
+        } else if (sp->n == 9 && bytes_are(sp->p, not_found, 9)) {
+            r = not_found;
+        }
+    }
+    if (r != NULL) {
+        item->result_static = 1;
+        return (char *)r; /* static (items_free does not free it) */
+    }
+    return span_arena(out, sp);
+}
+
 /* The item at s->p into item (zeroed); on -1 item may hold strings for the
  * caller to free. */
-static int read_item(scan_t *s, int retry_cluster_block, esbulk__resp_t *out,
-                     esbulk__item_t *item)
+static int read_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want_t *want,
+                     esbulk__resp_t *out, esbulk__item_t *item)
 {
     fast_item_t f;
     span_t key, op = {NULL, 0, 0}, others[4];
@@ -1110,9 +1186,13 @@ static int read_item(scan_t *s, int retry_cluster_block, esbulk__resp_t *out,
     item->seq_no = f.seq_no;
     item->primary_term = f.primary_term;
     item->version = f.version;
-    if ((f.index.p != NULL && (item->index = span_arena(out, &f.index)) == NULL) ||
-        (f.id.p != NULL && (item->id = span_arena(out, &f.id)) == NULL) ||
-        (f.result.p != NULL && (item->result = span_arena(out, &f.result)) == NULL))
+    if ((f.index.p != NULL &&
+         (item->index = span_take(out, &f.index, want ? want->index : NULL,
+                                  want ? want->index_len : 0)) == NULL) ||
+        (f.id.p != NULL &&
+         (item->id = span_take(out, &f.id, want ? want->id : NULL, want ? want->id_len : 0)) ==
+             NULL) ||
+        (f.result.p != NULL && (item->result = result_take(out, &f.result, item)) == NULL))
         return -1;
     has_error = f.error != ERR_NONE;
     if (f.error == ERR_STRING || f.error == ERR_OBJECT) {
@@ -1135,13 +1215,232 @@ static int read_item(scan_t *s, int retry_cluster_block, esbulk__resp_t *out,
     return 0;
 }
 
+/* A plain non-negative integer of at most 18 digits at p (so that it fits
+ * int64_t), not followed by a digit: what servers write for counts and
+ * statuses. The position past it, or NULL (anything else: -1, 1.0, 1e3,
+ * 01, a 19-digit number, is left to read_item). */
+static ALWAYS_INLINE const unsigned char *quick_count(const unsigned char *p,
+                                                     const unsigned char *end, int64_t *v)
+{
+    const unsigned char *lim;
+    uint64_t m;
+    unsigned c;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (end - p >= 8) {
+        /* up to 7 digits at once: the bytes below '0' or above '9' flag
+         * their high bit (borrows and carries only go up, so the lowest
+         * flag is right); the digits are then summed in three
+         * multiplications, the first one in the lowest byte */
+        uint64_t w = load8(p), x = w - 0x3030303030303030u,
+                 nd = (x | (w + 0x4646464646464646u)) & 0x8080808080808080u;
+        unsigned n;
+
+        if (nd != 0) {
+            n = (unsigned)__builtin_ctzll(nd) / 8;
+            if (n == 1) {
+                *v = (int64_t)(x & 0xff);
+                return p + 1;
+            }
+            if (n == 0 || *p == '0')
+                return NULL;
+            x <<= 64 - 8 * n; /* the digits high, zeros (leading zeros) low */
+            x = ((x & 0x0f0f0f0f0f0f0f0fu) * 2561) >> 8;
+            x = ((x & 0x00ff00ff00ff00ffu) * 6553601) >> 16;
+            x = ((x & 0x0000ffff0000ffffu) * UINT64_C(42949672960001)) >> 32;
+            *v = (int64_t)x;
+            return p + n;
+        }
+    }
+#endif
+    if (p >= end || (m = (unsigned)(*p - '0')) >= 10)
+        return NULL;
+    lim = end - p > 18 ? p + 18 : end;
+    p++;
+    if (m == 0) {
+        if (p < end && (unsigned)(*p - '0') < 10)
+            return NULL; /* 01: not JSON */
+    } else {
+        while (p < lim && (c = (unsigned)(*p - '0')) < 10) {
+            m = m * 10 + c;
+            p++;
+        }
+        if (p < end && (unsigned)(*p - '0') < 10)
+            return NULL; /* 19 digits or more */
+    }
+    *v = (int64_t)m;
+    return p;
+}
+
+/* What quick_item remembers from one item to the next. */
+typedef struct {
+    const unsigned char *plain; /* an _index value of this body, str_scan checked and not
+                                   escaped */
+    size_t plain_n;             /* its length; SIZE_MAX: none yet */
+} quick_t;
+
+/* The common item exactly as OpenSearch and Elasticsearch write it
+ * filtered: {"<index|create|update|delete>":{...}} without whitespace, the
+ * members among _index, _id, _version, result, _seq_no, _primary_term,
+ * status (in that order, the servers' order; any may be absent but status),
+ * strings as str_scan checks them, counts as quick_count reads them, and
+ * nothing else (no error). Keys are compared in place as words; the order
+ * also rules out duplicates. Returns 0 with the item read (s->p past it), 1
+ * when it is not that shape (s untouched: read_item reads it), -1 when out
+ * of memory. item is written only on 0. */
+/* The fields quick_rest reads. */
+typedef struct {
+    span_t id, result;
+    const char *r_result; /* result as a static string (result.p is then NULL) */
+    int64_t status, seq_no, primary_term, version;
+} quick_fields_t;
+
+#define QAT(lit) ((size_t)(end - p) >= sizeof(lit) - 1 && bytes_are(p, lit, sizeof(lit) - 1))
+
+/* The members of the operation after _index, p at the first (first: there
+ * was no _index, so no ',' before it), to the end of the item: the
+ * position past it, or NULL when it is not the common shape. Inlined twice,
+ * with first a constant: the common copy compares each key with its ','
+ * in one go. */
+static ALWAYS_INLINE const unsigned char *quick_rest(const unsigned char *p,
+                                                    const unsigned char *end, const int first_in,
+                                                    quick_fields_t *f)
+{
+    int first = first_in;
+
+    /* the member key "k": (the ',' before it, but for the first member) and
+     * the ':' after it, compared as words */
+#define QKEY(k) (first ? QAT(k ":") : QAT("," k ":"))
+#define QSKIP(k) (p += sizeof(k ":") - (size_t)first, first = 0)
+    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), p < end && *p == '"') &&
+        (p = str_scan(p, end, &f->id)) == NULL)
+        return NULL;
+    if (QKEY("\"_version\"") && (QSKIP("\"_version\""), 1) &&
+        (p = quick_count(p, end, &f->version)) == NULL)
+        return NULL;
+    if (QKEY("\"result\"") && (QSKIP("\"result\""), p < end && *p == '"')) {
+        /* the usual ones as words, the others through str_scan */
+        if (end - p >= 9 && load8(p + 1) == load8("created\"")) {
+            f->r_result = created;
+            p += 9;
+        } else if (end - p >= 9 && load8(p + 1) == load8("updated\"")) {
+            f->r_result = updated;
+            p += 9;
+        } else if ((p = str_scan(p, end, &f->result)) == NULL) {
+            return NULL;
+        }
+    }
+    if (QKEY("\"_seq_no\"") && (QSKIP("\"_seq_no\""), 1) &&
+        (p = quick_count(p, end, &f->seq_no)) == NULL)
+        return NULL;
+    if (QKEY("\"_primary_term\"") && (QSKIP("\"_primary_term\""), 1) &&
+        (p = quick_count(p, end, &f->primary_term)) == NULL)
+        return NULL;
+    /* status last, then the end of the operation and of the item: anything
+     * else (no status, another member, one out of this order, a string
+     * where a number was, an error after the status) is left to read_item */
+    if (!first && QAT(",\"status\":201}}")) { /* the usual ones as two words */
+        f->status = 201;
+        return p + 15;
+    }
+    if (!first && QAT(",\"status\":200}}")) {
+        f->status = 200;
+        return p + 15;
+    }
+    if (!QKEY("\"status\""))
+        return NULL;
+    QSKIP("\"status\"");
+    if ((p = quick_count(p, end, &f->status)) == NULL || f->status < 100 || f->status > 599 ||
+        end - p < 2 || p[0] != '}' || p[1] != '}')
+        return NULL;
+    return p + 2;
+#undef QSKIP
+#undef QKEY
+}
+
+static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want_t *want,
+                      quick_t *q, esbulk__resp_t *out, esbulk__item_t *item)
+{
+    const unsigned char *p = s->p, *end = s->end;
+    quick_fields_t f;
+    span_t index;
+    int is_delete = 0, same_index = 0;
+    char *r_index = NULL, *r_id = NULL, *r_result;
+
+    index.p = f.id.p = f.result.p = NULL;
+    f.r_result = NULL;
+    f.seq_no = f.primary_term = f.version = -1;
+    if (QAT("{\"index\":{"))
+        p += 10;
+    else if (QAT("{\"create\":{") || QAT("{\"update\":{"))
+        p += 11;
+    else if (QAT("{\"delete\":{"))
+        p += 11, is_delete = 1;
+    else
+        return 1;
+    if (QAT("\"_index\":\"")) {
+        /* no plain_n is SIZE_MAX - 1 (a body is smaller) */
+        size_t wn = want != NULL && want->index != NULL ? want->index_len : SIZE_MAX - 1;
+
+        p += 10;
+        /* the bytes of the last index read (checked then), and the
+         * document's: the same string, taken without a second check */
+        if (wn == q->plain_n && (size_t)(end - p) > wn && p[wn] == '"' &&
+            mem_eq(p, q->plain, wn) && mem_eq(p, want->index, wn)) {
+            same_index = 1;
+            p += wn + 1;
+        } else {
+            if ((p = str_scan(p - 1, end, &index)) == NULL)
+                return 1;
+            if (!index.esc) {
+                q->plain = index.p;
+                q->plain_n = index.n;
+            }
+        }
+        p = quick_rest(p, end, 0, &f);
+    } else {
+        p = quick_rest(p, end, 1, &f);
+    }
+    if (p == NULL)
+        return 1;
+
+    r_result = (char *)f.r_result; /* static (items_free does not free it) */
+    item->result_static = r_result != NULL;
+    if (same_index)
+        r_index = (char *)want->index;
+    if ((index.p != NULL &&
+         (r_index = span_take(out, &index, want ? want->index : NULL,
+                              want ? want->index_len : 0)) == NULL) ||
+        (f.id.p != NULL &&
+         (r_id = span_take(out, &f.id, want ? want->id : NULL, want ? want->id_len : 0)) ==
+             NULL) ||
+        (f.result.p != NULL && (r_result = result_take(out, &f.result, item)) == NULL))
+        return -1;
+    item->index = r_index;
+    item->id = r_id;
+    item->result = r_result;
+    item->status = (int32_t)f.status;
+    item->seq_no = f.seq_no;
+    item->primary_term = f.primary_term;
+    item->version = f.version;
+    item->error_type = item->error_reason = NULL;
+    item->klass = f.status >= 200 && f.status <= 299
+                      ? ESBULK__ITEM_OK
+                      : item_class(item, 0, is_delete, retry_cluster_block);
+    s->p = p;
+    return 0;
+}
+#undef QAT
+
 /* The whole 2xx answer: 0 with out classified OK and its items set, or -1
  * with out as it was (nothing kept). */
 static int fast_items(const char *body, size_t body_len, size_t expected_items,
-                      int retry_cluster_block, esbulk__resp_t *out)
+                      int retry_cluster_block, const esbulk__resp_want_t *want, int quick_only,
+                      esbulk__resp_t *out)
 {
     scan_t s;
     span_t key;
+    quick_t q = {NULL, SIZE_MAX};
     size_t n = 0;
     int r, first = 1, seen_items = 0;
 
@@ -1166,15 +1465,14 @@ static int fast_items(const char *body, size_t body_len, size_t expected_items,
         if (expected_items > body_len / 16)
             goto bail;
         if (expected_items > 0) {
-            out->items = calloc(expected_items, sizeof(*out->items));
+            /* not zeroed: out->nitems counts those written */
+            out->items = malloc(expected_items * sizeof(*out->items));
             if (out->items == NULL)
                 goto bail;
-            out->nitems = expected_items;
-            /* the strings kept: at most the body's bytes, and a NUL each */
+            out->borrowed = 1;
+            /* the strings kept: at most the body's bytes, and a NUL each
+             * (allocated when the first is copied: span_arena) */
             out->arena_cap = body_len + 3 * expected_items;
-            out->arena = malloc(out->arena_cap);
-            if (out->arena == NULL)
-                goto bail;
         }
         ws(&s);
         if (peek(&s) == ']') {
@@ -1184,9 +1482,26 @@ static int fast_items(const char *body, size_t body_len, size_t expected_items,
         do {
             if (n == expected_items)
                 goto bail; /* too many */
-            if (read_item(&s, retry_cluster_block, out, &out->items[n++]) != 0)
+            r = quick_item(&s, retry_cluster_block, want ? &want[n] : NULL, &q, out,
+                           &out->items[n]);
+            if (r > 0 && !quick_only) {
+                memset(&out->items[n], 0, sizeof(out->items[n]));
+                out->nitems = n + 1; /* it may hold error strings to free */
+                out->item_errors = 1;
+                r = read_item(&s, retry_cluster_block, want ? &want[n] : NULL, out,
+                              &out->items[n]);
+            }
+            if (r != 0)
                 goto bail;
-        } while ((r = next_element(&s)) == 1);
+            out->nitems = ++n;
+            /* the servers' ",{" between items, else the general way */
+            if (s.end - s.p >= 2 && s.p[0] == ',' && s.p[1] == '{') {
+                s.p++;
+                r = 1;
+            } else {
+                r = next_element(&s);
+            }
+        } while (r == 1);
         if (r < 0)
             goto bail;
     }
@@ -1257,19 +1572,24 @@ done:
 }
 
 /* For tests: the jansson parser alone; the fast path alone (ESBULK_ERR_BAD_RESPONSE, out
- * zeroed, for an answer it leaves to the jansson parser). */
+ * zeroed, for an answer it leaves to the jansson parser); the common-item
+ * path alone (quick_item: ESBULK_ERR_BAD_RESPONSE, out zeroed, unless it
+ * reads every item), with want as esbulk__response_parse_want takes it. */
 esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, size_t body_len,
                                          size_t expected_items, int retry_cluster_block,
                                          esbulk__resp_t *out);
 esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, size_t body_len,
                                          size_t expected_items, int retry_cluster_block,
                                          esbulk__resp_t *out);
+esbulk_err_t esbulk__response_parse_quick(long http_status, const char *body, size_t body_len,
+                                          size_t expected_items, int retry_cluster_block,
+                                          const esbulk__resp_want_t *want, esbulk__resp_t *out);
 
-enum { PATH_BOTH, PATH_SLOW, PATH_FAST };
+enum { PATH_BOTH, PATH_SLOW, PATH_FAST, PATH_QUICK };
 
 static esbulk_err_t parse(long http_status, const char *body, size_t body_len,
-                          size_t expected_items, int retry_cluster_block, int path,
-                          esbulk__resp_t *out)
+                          size_t expected_items, int retry_cluster_block,
+                          const esbulk__resp_want_t *want, int path, esbulk__resp_t *out)
 {
     esbulk_err_t err;
 
@@ -1278,9 +1598,10 @@ static esbulk_err_t parse(long http_status, const char *body, size_t body_len,
     if (body == NULL)
         body_len = 0;
     if (http_status >= 200 && http_status <= 299 && path != PATH_SLOW && body_len > 0 &&
-        fast_items(body, body_len, expected_items, retry_cluster_block, out) == 0)
+        fast_items(body, body_len, expected_items, retry_cluster_block, want,
+                   path == PATH_QUICK, out) == 0)
         return ESBULK_OK;
-    if (path == PATH_FAST)
+    if (path == PATH_FAST || path == PATH_QUICK)
         return ESBULK_ERR_BAD_RESPONSE; /* out is still zeroed */
     if (http_status >= 200 && http_status <= 299)
         err = parse_items(body, body_len, expected_items, retry_cluster_block, out);
@@ -1295,16 +1616,24 @@ esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t b
                                     size_t expected_items, int retry_cluster_block,
                                     esbulk__resp_t *out)
 {
-    return parse(http_status, body, body_len, expected_items, retry_cluster_block, PATH_BOTH,
-                 out);
+    return parse(http_status, body, body_len, expected_items, retry_cluster_block, NULL,
+                 PATH_BOTH, out);
+}
+
+esbulk_err_t esbulk__response_parse_want(long http_status, const char *body, size_t body_len,
+                                         size_t expected_items, int retry_cluster_block,
+                                         const esbulk__resp_want_t *want, esbulk__resp_t *out)
+{
+    return parse(http_status, body, body_len, expected_items, retry_cluster_block, want,
+                 PATH_BOTH, out);
 }
 
 esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, size_t body_len,
                                          size_t expected_items, int retry_cluster_block,
                                          esbulk__resp_t *out)
 {
-    return parse(http_status, body, body_len, expected_items, retry_cluster_block, PATH_SLOW,
-                 out);
+    return parse(http_status, body, body_len, expected_items, retry_cluster_block, NULL,
+                 PATH_SLOW, out);
 }
 
 esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, size_t body_len,
@@ -1312,7 +1641,19 @@ esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, siz
                                          esbulk__resp_t *out)
 {
     esbulk_err_t err = parse(http_status, body, body_len, expected_items, retry_cluster_block,
-                             PATH_FAST, out);
+                             NULL, PATH_FAST, out);
+
+    if (err != ESBULK_OK)
+        memset(out, 0, sizeof(*out));
+    return err;
+}
+
+esbulk_err_t esbulk__response_parse_quick(long http_status, const char *body, size_t body_len,
+                                          size_t expected_items, int retry_cluster_block,
+                                          const esbulk__resp_want_t *want, esbulk__resp_t *out)
+{
+    esbulk_err_t err = parse(http_status, body, body_len, expected_items, retry_cluster_block,
+                             want, PATH_QUICK, out);
 
     if (err != ESBULK_OK)
         memset(out, 0, sizeof(*out));

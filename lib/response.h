@@ -34,6 +34,8 @@ typedef struct {
                                     or their own allocations): copy what is kept */
     char *error_type, *error_reason; /* malloc'ed, NULL when no error (or absent from it) */
     int64_t seq_no, primary_term, version; /* -1 when absent */
+    int result_static;           /* result is a string literal (one of the usual results):
+                                    it outlives the response */
 } esbulk__item_t;
 
 typedef struct {
@@ -50,10 +52,25 @@ typedef struct {
                                     is never NULL; error_type may be. Both NULL when OK. */
     esbulk__item_t *items;       /* expected_items entries when klass == OK, else NULL */
     size_t nitems;
-    char *arena;                 /* non-NULL: every item's index, id and result live here
-                                    (one allocation for all; the single-pass reader) */
+    int borrowed;                /* the items' index, id and result are not theirs to free:
+                                    they live in the arena, in the caller's want strings or
+                                    are static (the single-pass reader) */
+    int item_errors;             /* borrowed: an item may hold error_type or error_reason
+                                    (else none does: nothing to free per item) */
+    char *arena;                 /* index, id and result that had to be copied (one
+                                    allocation for all, made when the first is needed) */
     size_t arena_len, arena_cap;
 } esbulk__resp_t;
+
+/* What the caller sent as items[i]: the document's index and id (NULL when
+ * it has none). An item that answers exactly these gets the caller's
+ * pointer, not a copy. */
+typedef struct {
+    const char *index;
+    size_t index_len;
+    const char *id;
+    size_t id_len;
+} esbulk__resp_want_t;
 
 /* Parses one _bulk answer: http_status, and body[0..body_len) (not
  * NUL-terminated; NULL when body_len is 0). Returns ESBULK_OK (the
@@ -63,6 +80,14 @@ typedef struct {
 esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t body_len,
                                     size_t expected_items, int retry_cluster_block,
                                     esbulk__resp_t *out);
+
+/* As esbulk__response_parse, with want[0..expected_items) what was sent
+ * (or NULL): an item's index (id) that equals want[i].index (id) is that
+ * very pointer, so that want must outlive out. Same classification and
+ * same strings otherwise. */
+esbulk_err_t esbulk__response_parse_want(long http_status, const char *body, size_t body_len,
+                                         size_t expected_items, int retry_cluster_block,
+                                         const esbulk__resp_want_t *want, esbulk__resp_t *out);
 
 /* Frees what out holds and zeroes it. NULL and a zeroed resp are accepted. */
 void esbulk__response_free(esbulk__resp_t *resp);

@@ -1024,6 +1024,110 @@ START_TEST(test_seeds_only_and_unknown_index)
 }
 END_TEST
 
+/* What the answer says of each document: the index only when the server's
+ * differs from the one added (an alias), the result as one of the usual
+ * static strings or a copy, the server's id only for a document without
+ * one, the counters; whichever way the parser read the item (the common
+ * shape, another key order, escapes). */
+START_TEST(test_answer_fields)
+{
+    static const char *const item[] = {
+        /* 0: the common shape, the index as added */
+        "{\"index\":{\"_index\":\"logs\",\"_id\":\"a\",\"_version\":1,\"result\":\"created\","
+        "\"_seq_no\":7,\"_primary_term\":2,\"status\":201}}",
+        /* 1: an alias: the server names the write index */
+        "{\"index\":{\"_index\":\"logs-000001\",\"_id\":\"b\",\"_version\":3,"
+        "\"result\":\"updated\",\"_seq_no\":8,\"_primary_term\":2,\"status\":200}}",
+        /* 2: no id added: the server's */
+        "{\"index\":{\"_index\":\"logs\",\"_id\":\"srv-1\",\"_version\":1,"
+        "\"result\":\"created\",\"_seq_no\":9,\"_primary_term\":2,\"status\":201}}",
+        /* 3: the index escaped, the same name */
+        "{\"index\":{\"_index\":\"lo\\u0067s\",\"_id\":\"c\",\"_version\":1,"
+        "\"result\":\"created\",\"_seq_no\":10,\"_primary_term\":2,\"status\":201}}",
+        /* 4: a usual result not in the common words */
+        "{\"index\":{\"_index\":\"logs\",\"_id\":\"d\",\"_version\":2,\"result\":\"noop\","
+        "\"_seq_no\":11,\"_primary_term\":2,\"status\":200}}",
+        /* 5: an odd result */
+        "{\"index\":{\"_index\":\"logs\",\"_id\":\"e\",\"_version\":2,\"result\":\"weird\","
+        "\"_seq_no\":12,\"_primary_term\":2,\"status\":200}}",
+        /* 6: another key order, another index */
+        "{\"index\":{\"status\":201,\"result\":\"created\",\"_id\":\"f\",\"_index\":\"other\","
+        "\"_seq_no\":13,\"_primary_term\":3,\"_version\":1}}",
+        /* 7: only the status */
+        "{\"index\":{\"status\":201}}",
+    };
+    static const char *const ids[] = {"a", "b", NULL, "c", "d", "e", "f", "g"};
+    esbulk__core_conf_t cf = base_conf();
+    char body[4096];
+    esbulk__send_t *s;
+    esbulk__doc_t *d;
+    size_t i, off;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open_cluster(&cf, 0, now);
+    for (i = 0; i < ESBULK__ARRAY_LEN(item); i++)
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", ids[i], (long)i, 0), now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, ESBULK__ARRAY_LEN(item));
+    off = (size_t)snprintf(body, sizeof(body), "{\"items\":[");
+    for (i = 0; i < s->ndocs; i++)
+        off += (size_t)snprintf(body + off, sizeof(body) - off, "%s%s", i ? "," : "",
+                                item[num(s->docs[i])]);
+    snprintf(body + off, sizeof(body) - off, "]}");
+    answer_http(s, 200, body, now);
+
+    d = outcome_of(0);
+    ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
+    ck_assert_int_eq(d->status, 201);
+    ck_assert_ptr_null(d->r_index);
+    ck_assert_str_eq(esbulk_result_index(d), "logs");
+    ck_assert_str_eq(esbulk_result_id(d), "a");
+    ck_assert_ptr_null(d->r_id);
+    ck_assert_str_eq(d->r_result, "created");
+    ck_assert_ptr_null(d->r_result_own); /* a static string */
+    ck_assert_int_eq(d->seq_no, 7);
+    ck_assert_int_eq(d->primary_term, 2);
+    ck_assert_int_eq(d->version, 1);
+    esbulk__doc_free(d);
+    d = outcome_of(1);
+    ck_assert_str_eq(esbulk_result_index(d), "logs-000001");
+    ck_assert_str_eq(d->r_result, "updated");
+    ck_assert_ptr_null(d->r_result_own);
+    ck_assert_int_eq(d->version, 3);
+    esbulk__doc_free(d);
+    d = outcome_of(2);
+    ck_assert_ptr_null(d->r_index);
+    ck_assert_str_eq(esbulk_result_id(d), "srv-1");
+    ck_assert_int_eq(d->seq_no, 9);
+    esbulk__doc_free(d);
+    d = outcome_of(3);
+    ck_assert_ptr_null(d->r_index); /* the same name, escaped or not */
+    esbulk__doc_free(d);
+    d = outcome_of(4);
+    ck_assert_str_eq(d->r_result, "noop");
+    ck_assert_ptr_null(d->r_result_own);
+    esbulk__doc_free(d);
+    d = outcome_of(5);
+    ck_assert_str_eq(d->r_result, "weird");
+    ck_assert_ptr_eq(d->r_result, d->r_result_own);
+    esbulk__doc_free(d);
+    d = outcome_of(6);
+    ck_assert_str_eq(esbulk_result_index(d), "other");
+    ck_assert_str_eq(d->r_result, "created");
+    ck_assert_int_eq(d->primary_term, 3);
+    esbulk__doc_free(d);
+    d = outcome_of(7);
+    ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
+    ck_assert_ptr_null(d->r_index);
+    ck_assert_ptr_null(d->r_result);
+    ck_assert_int_eq(d->seq_no, -1);
+    ck_assert_int_eq(d->version, -1);
+    esbulk__doc_free(d);
+    fx_close();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core");
@@ -1043,6 +1147,7 @@ int main(void)
     tcase_add_test(tc, test_retry_max);
     tcase_add_test(tc, test_delivery_timeout);
     tcase_add_test(tc, test_per_id_ordering);
+    tcase_add_test(tc, test_answer_fields);
     tcase_add_test(tc, test_per_id_waits_and_unrouted_first);
     tcase_add_test(tc, test_node_death_reroutes);
     tcase_add_test(tc, test_close_with_documents_in_flight);

@@ -18,6 +18,11 @@ esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, siz
 esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, size_t body_len,
                                          size_t expected_items, int retry_cluster_block,
                                          esbulk__resp_t *out);
+/* ... and its common-item path alone (quick_item: ESBULK_ERR_BAD_RESPONSE
+ * unless it reads every item). */
+esbulk_err_t esbulk__response_parse_quick(long http_status, const char *body, size_t body_len,
+                                          size_t expected_items, int retry_cluster_block,
+                                          const esbulk__resp_want_t *want, esbulk__resp_t *out);
 
 /* The bytes of tests/data/response/<name>; NULL name: no body. */
 static char *slurp(const char *name, size_t *len)
@@ -672,6 +677,7 @@ START_TEST(test_fast_path_takes)
         {"item_429_es.json", 3},     {"item_429_os.json", 2},          {"item_503.json", 2},
         {"cluster_block.json", 4},   {"delete_not_found.json", 2},     {"update_noop.json", 3},
         {"item_odd.json", 9},        {"huge_reason.json", 2},          {"item_caused_by.json", 1},
+        {"os_filtered_common.json", 8},
     };
     static const char ws_body[] = " \r\n{ \"items\" :\t[ { \"index\" : { \"status\" : 201 , "
                                   "\"_id\" : \"\\u00e9\\ud83d\\ude00\\n\" } } ] } \n";
@@ -1252,6 +1258,344 @@ START_TEST(test_both_paths_random)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------
+ * The common-item path (quick_item) and what was sent (want): every answer
+ * read the same as the jansson parser reads it, whichever path takes it. */
+
+/* Parses {"items":[<items>]} with want (NULL: none) by
+ * esbulk__response_parse_want and by the common-item path alone, checks both
+ * against the jansson parser (and check_both: parse and the fast path
+ * without want), and that the common-item path took it iff quick. The
+ * answers are left in *both_out (when not NULL) for more checks. */
+static void check_want(const char *what, const char *items, size_t n,
+                       const esbulk__resp_want_t *want, int quick, esbulk__resp_t *both_out)
+{
+    size_t len = strlen(items) + 12;
+    char *body = malloc(len + 1), *copy = malloc(len); /* exactly len: overreads show */
+    esbulk__resp_t slow, both, q;
+    char why[4096];
+    const char *d;
+    esbulk_err_t qe;
+    int block;
+
+    ck_assert_ptr_nonnull(body);
+    ck_assert_ptr_nonnull(copy);
+    snprintf(body, len + 1, "{\"items\":[%s]}", items);
+    memcpy(copy, body, len);
+    for (block = 0; block <= 1; block++) {
+        ck_assert_int_eq(esbulk__response_parse_slow(200, copy, len, n, block, &slow), ESBULK_OK);
+        ck_assert_int_eq(esbulk__response_parse_want(200, copy, len, n, block, want, &both),
+                         ESBULK_OK);
+        qe = esbulk__response_parse_quick(200, copy, len, n, block, want, &q);
+        d = resp_diff(&both, &slow, why, sizeof(why));
+        if (d != NULL)
+            ck_abort_msg("%s: parse_want vs jansson: %s", what, d);
+        if (qe == ESBULK_OK) {
+            d = resp_diff(&q, &slow, why, sizeof(why));
+            if (d != NULL)
+                ck_abort_msg("%s: the common-item path vs jansson: %s", what, d);
+        } else if (q.items != NULL || q.arena != NULL || q.klass != 0) {
+            ck_abort_msg("%s: the common-item path declined but kept something", what);
+        }
+        if ((qe == ESBULK_OK) != (quick != 0))
+            ck_abort_msg("%s: the common-item path %s it", what, qe == ESBULK_OK ? "took" : "left");
+        check_both(what, 200, copy, len, n, block);
+        esbulk__response_free(&slow);
+        esbulk__response_free(&q);
+        if (block == 1 && both_out != NULL)
+            *both_out = both;
+        else
+            esbulk__response_free(&both);
+    }
+    free(copy);
+    free(body);
+}
+
+#define ITEM(op, rest) "{\"" op "\":{" rest "}}"
+#define COMMON(id, seq) "\"_index\":\"bench-micro\",\"_id\":\"" id "\",\"_version\":1," \
+                        "\"result\":\"created\",\"_seq_no\":" seq ",\"_primary_term\":1"
+
+/* The shape the servers write is read by the common-item path, with the
+ * caller's strings handed back where the answer is what was sent. */
+START_TEST(test_quick_common)
+{
+    static const char bench[] = "bench-micro";
+    esbulk__resp_want_t want[3] = {{bench, 11, "123", 3}, {bench, 11, "124", 3},
+                                   {bench, 11, NULL, 0}};
+    esbulk__resp_t r;
+
+    check_want("common", ITEM("index", COMMON("123", "5") ",\"status\":201") ","
+               ITEM("index", COMMON("124", "6") ",\"status\":201") ","
+               ITEM("index", COMMON("srv-id", "7") ",\"status\":201"), 3, want, 1, &r);
+    ck_assert_int_eq(r.klass, ESBULK__RESP_OK);
+    ck_assert_ptr_eq(r.items[0].index, bench); /* the caller's, not a copy */
+    ck_assert_ptr_eq(r.items[1].index, bench);
+    ck_assert_ptr_eq(r.items[2].index, bench);
+    ck_assert_ptr_eq(r.items[0].id, want[0].id);
+    ck_assert_ptr_eq(r.items[1].id, want[1].id);
+    ck_assert_str_eq(r.items[2].id, "srv-id"); /* the server's id: a copy */
+    ck_assert_int_eq(r.items[2].seq_no, 7);
+    ck_assert(r.items[0].result_static);
+    ck_assert_str_eq(r.items[0].result, "created");
+    ck_assert_int_eq(r.items[0].status, 201);
+    ck_assert_int_eq(r.items[0].version, 1);
+    ck_assert_int_eq(r.items[0].primary_term, 1);
+    ck_assert_uint_eq(r.arena_len, sizeof("srv-id")); /* the only string copied */
+    esbulk__response_free(&r);
+    /* without want: the same strings, copied */
+    check_want("common, no want", ITEM("index", COMMON("123", "5") ",\"status\":201"), 1, NULL, 1,
+               &r);
+    ck_assert_str_eq(r.items[0].index, "bench-micro");
+    ck_assert_str_eq(r.items[0].id, "123");
+    esbulk__response_free(&r);
+    /* each operation, each usual result, other statuses */
+    check_want("ops",
+               ITEM("create", COMMON("1", "1") ",\"status\":201") ","
+               ITEM("update", "\"_index\":\"i\",\"_id\":\"2\",\"_version\":2,\"result\":\"updated\","
+                              "\"_seq_no\":2,\"_primary_term\":1,\"status\":200") ","
+               ITEM("update", "\"_index\":\"i\",\"_id\":\"3\",\"_version\":2,\"result\":\"noop\","
+                              "\"_seq_no\":2,\"_primary_term\":1,\"status\":200") ","
+               ITEM("delete", "\"_index\":\"i\",\"_id\":\"4\",\"_version\":3,\"result\":\"deleted\","
+                              "\"_seq_no\":3,\"_primary_term\":1,\"status\":200") ","
+               ITEM("delete", "\"_index\":\"i\",\"_id\":\"5\",\"_version\":1,"
+                              "\"result\":\"not_found\",\"_seq_no\":4,\"_primary_term\":1,"
+                              "\"status\":404") ","
+               ITEM("index", "\"_index\":\"i\",\"_id\":\"6\",\"_version\":1,\"result\":\"not_found\","
+                             "\"status\":404") ","
+               ITEM("index", "\"_index\":\"i\",\"_id\":\"7\",\"status\":503") ","
+               ITEM("index", "\"_index\":\"i\",\"_id\":\"8\",\"status\":429") ","
+               ITEM("index", "\"_index\":\"i\",\"_id\":\"9\",\"status\":299") ","
+               ITEM("index", "\"status\":100") "," ITEM("index", "\"status\":599"),
+               11, NULL, 1, &r);
+    ck_assert_int_eq(r.items[4].klass, ESBULK__ITEM_OK);   /* a delete of nothing: done */
+    ck_assert_int_eq(r.items[5].klass, ESBULK__ITEM_FAIL); /* not for an index operation */
+    ck_assert_int_eq(r.items[6].klass, ESBULK__ITEM_RETRY);
+    ck_assert_int_eq(r.items[7].klass, ESBULK__ITEM_RETRY);
+    ck_assert_int_eq(r.items[8].klass, ESBULK__ITEM_OK);
+    ck_assert_str_eq(r.items[2].result, "noop");
+    ck_assert(r.items[2].result_static);
+    esbulk__response_free(&r);
+    /* fields missing: the filter of result.failures_only, and fewer */
+    check_want("missing fields",
+               ITEM("index", "\"result\":\"created\",\"status\":201") ","
+               ITEM("index", "\"status\":201") ","
+               ITEM("index", "\"_id\":\"x\",\"status\":201") ","
+               ITEM("index", "\"_index\":\"bench-micro\",\"status\":201") ","
+               ITEM("index", "\"_version\":4,\"_seq_no\":0,\"status\":201"),
+               5, NULL, 1, &r);
+    ck_assert_ptr_null(r.items[1].index);
+    ck_assert_ptr_null(r.items[1].result);
+    ck_assert_int_eq(r.items[1].seq_no, -1);
+    ck_assert_int_eq(r.items[4].version, 4);
+    ck_assert_int_eq(r.items[4].seq_no, 0);
+    ck_assert_int_eq(r.items[4].primary_term, -1);
+    esbulk__response_free(&r);
+}
+END_TEST
+
+/* An index or id that is not what was sent, or is escaped, is the server's
+ * string (a copy); the last index read is no shortcut for another one. */
+START_TEST(test_quick_differs)
+{
+    static const char bench[] = "bench-micro", quote[] = "a\"b";
+    esbulk__resp_want_t want[5] = {{bench, 11, "1", 1}, {bench, 11, "2", 1},
+                                   {"bench-micrO", 11, "3", 1}, {bench, 11, "4", 1},
+                                   {quote, 3, "5", 1}};
+    esbulk__resp_t r;
+
+    check_want("differs",
+               /* an alias: the server's write index */
+               ITEM("index", "\"_index\":\"bench-micro-000001\",\"_id\":\"1\",\"status\":201") ","
+               /* as sent */
+               ITEM("index", "\"_index\":\"bench-micro\",\"_id\":\"2\",\"status\":201") ","
+               /* the bytes of the last index, not the document's */
+               ITEM("index", "\"_index\":\"bench-micro\",\"_id\":\"3\",\"status\":201") ","
+               /* escaped: the same name, decoded into a copy */
+               ITEM("index", "\"_index\":\"bench\\u002dmicro\",\"_id\":\"\\u0034\",\"status\":201")
+               ","
+               /* the document's name has a quote: it is escaped in the answer */
+               ITEM("index", "\"_index\":\"a\\\"b\",\"_id\":\"55\",\"status\":201"),
+               5, want, 1, &r);
+    ck_assert_str_eq(r.items[0].index, "bench-micro-000001");
+    ck_assert_ptr_eq(r.items[1].index, bench);
+    ck_assert_str_eq(r.items[2].index, "bench-micro");
+    ck_assert_ptr_ne(r.items[2].index, want[2].index);
+    ck_assert_str_eq(r.items[3].index, "bench-micro");
+    ck_assert_str_eq(r.items[3].id, "4");
+    ck_assert_str_eq(r.items[4].index, "a\"b");
+    ck_assert_str_eq(r.items[4].id, "55");
+    ck_assert_ptr_ne(r.items[4].id, want[4].id);
+    esbulk__response_free(&r);
+    /* an id with a quote in the bytes that follow what was sent */
+    want[0].id = "1";
+    check_want("id prefix", ITEM("index", "\"_index\":\"bench-micro\",\"_id\":\"12\",\"status\":201"),
+               1, want, 1, &r);
+    ck_assert_str_eq(r.items[0].id, "12");
+    esbulk__response_free(&r);
+    /* a result that is not one of the usual ones, and one escaped */
+    check_want("odd results",
+               ITEM("index", "\"result\":\"createdX\",\"status\":201") ","
+               ITEM("index", "\"result\":\"creat\",\"status\":201") ","
+               ITEM("index", "\"result\":\"cr\\u0065ated\",\"status\":201") ","
+               ITEM("index", "\"result\":\"\",\"status\":201"),
+               4, NULL, 1, &r);
+    ck_assert_str_eq(r.items[0].result, "createdX");
+    ck_assert(!r.items[0].result_static);
+    ck_assert_str_eq(r.items[1].result, "creat");
+    ck_assert_str_eq(r.items[2].result, "created");
+    ck_assert_str_eq(r.items[3].result, "");
+    esbulk__response_free(&r);
+}
+END_TEST
+
+/* What the common-item path leaves to the general scanner (or to jansson),
+ * read the same way all the same. */
+START_TEST(test_quick_leaves)
+{
+    static const struct {
+        const char *what, *items;
+        size_t n;
+        int quick; /* the common-item path takes it */
+    } cases[] = {
+        {"keys in another order",
+         ITEM("index", "\"status\":201,\"_index\":\"i\",\"_id\":\"1\",\"result\":\"created\""), 1, 0},
+        {"_id before _index", ITEM("index", "\"_id\":\"1\",\"_index\":\"i\",\"status\":201"), 1, 0},
+        {"status not last", ITEM("index", "\"status\":201,\"_seq_no\":3"), 1, 0},
+        {"an unknown member", ITEM("index", "\"_index\":\"i\",\"forced_refresh\":true,\"status\":201"), 1, 0},
+        {"_shards", ITEM("index", "\"result\":\"created\",\"_shards\":{\"total\":2},\"status\":201"), 1, 0},
+        {"whitespace", "{ \"index\":{\"status\":201}}", 1, 0},
+        {"whitespace inside", "{\"index\":{\"status\": 201}}", 1, 0},
+        {"whitespace after", "{\"index\":{\"status\":201} }", 1, 0},
+        {"another operation name", "{\"other\":{\"status\":201}}", 1, 0},
+        {"no status", ITEM("index", "\"_index\":\"i\",\"_id\":\"1\""), 1, 0},
+        {"empty operation", ITEM("index", ""), 1, 0},
+        {"status a string", ITEM("index", "\"status\":\"201\""), 1, 0},
+        {"status a real", ITEM("index", "\"status\":201.0"), 1, 0},
+        {"status out of range", ITEM("index", "\"status\":600"), 1, 0},
+        {"status 99", ITEM("index", "\"status\":99"), 1, 0},
+        {"status 0201", ITEM("index", "\"status\":0201"), 1, 0},
+        {"status 2010", ITEM("index", "\"status\":2010"), 1, 0},
+        {"_version negative", ITEM("index", "\"_version\":-1,\"status\":201"), 1, 0},
+        {"_version real", ITEM("index", "\"_version\":1.0,\"status\":201"), 1, 0},
+        {"_version exponent", ITEM("index", "\"_version\":1e2,\"status\":201"), 1, 0},
+        {"_version leading zero", ITEM("index", "\"_version\":01,\"status\":201"), 1, 0},
+        {"_version zero", ITEM("index", "\"_version\":0,\"_seq_no\":0,\"status\":201"), 1, 1},
+        {"_seq_no 18 digits", ITEM("index", "\"_seq_no\":999999999999999999,\"status\":201"), 1, 1},
+        {"_seq_no 19 digits (INT64_MAX)",
+         ITEM("index", "\"_seq_no\":9223372036854775807,\"status\":201"), 1, 0},
+        {"_seq_no INT64_MAX + 1", ITEM("index", "\"_seq_no\":9223372036854775808,\"status\":201"), 1, 0},
+        {"_seq_no 20 digits", ITEM("index", "\"_seq_no\":18446744073709551616,\"status\":201"), 1, 0},
+        {"_seq_no INT64_MIN", ITEM("index", "\"_seq_no\":-9223372036854775808,\"status\":201"), 1, 0},
+        {"_primary_term true", ITEM("index", "\"_primary_term\":true,\"status\":201"), 1, 0},
+        {"_index null", ITEM("index", "\"_index\":null,\"_id\":\"1\",\"status\":201"), 1, 0},
+        {"_id a number", ITEM("index", "\"_id\":1,\"status\":201"), 1, 0},
+        {"result null", ITEM("index", "\"result\":null,\"status\":201"), 1, 0},
+        {"a duplicate _id", ITEM("index", "\"_id\":\"1\",\"_id\":\"2\",\"status\":201"), 1, 0},
+        {"a duplicate status", ITEM("index", "\"status\":500,\"status\":201"), 1, 0},
+        {"a duplicate status after", ITEM("index", "\"status\":201,\"status\":500"), 1, 0},
+        {"a duplicate operation",
+         "{\"index\":{\"status\":201},\"index\":{\"status\":500}}", 1, 0},
+        {"a second member in the item", "{\"index\":{\"status\":201},\"x\":1}", 1, 0},
+        {"a comma first", "{\"index\":{,\"status\":201}}", 1, 0},
+        {"a comma first, then _id", "{\"index\":{,\"_id\":\"1\",\"status\":201}}", 1, 0},
+        {"an escaped key", ITEM("index", "\"_\\u0069d\":\"1\",\"status\":201"), 1, 0},
+        {"a 429 with error and caused_by",
+         ITEM("index", "\"_index\":\"i\",\"_id\":\"1\",\"status\":429,\"error\":{\"type\":"
+                       "\"es_rejected_execution_exception\",\"reason\":\"rejected execution\","
+                       "\"caused_by\":{\"type\":\"x\",\"reason\":\"queue full\"}}"), 1, 0},
+        {"a 409",
+         ITEM("create", "\"_index\":\"i\",\"_id\":\"1\",\"status\":409,\"error\":{\"type\":"
+                        "\"version_conflict_engine_exception\",\"reason\":\"[1]: version conflict, "
+                        "document already exists\",\"index\":\"i\",\"shard\":\"0\"}"), 1, 0},
+        {"a 400 with caused_by",
+         ITEM("index", "\"_index\":\"i\",\"_id\":\"1\",\"status\":400,\"error\":{\"type\":"
+                       "\"mapper_parsing_exception\",\"reason\":\"failed to parse\",\"caused_by\":"
+                       "{\"type\":\"json_parse_exception\",\"reason\":\"Unexpected character\"}}"), 1, 0},
+        {"error null after status", ITEM("index", "\"status\":201,\"error\":null"), 1, 0},
+        {"a control character", ITEM("index", "\"_id\":\"a\x01\",\"status\":201"), 1, 0},
+        {"invalid UTF-8", ITEM("index", "\"_id\":\"a\xc3\",\"status\":201"), 1, 0},
+        {"a bad escape", ITEM("index", "\"_id\":\"a\\x\",\"status\":201"), 1, 0},
+        {"a lone surrogate", ITEM("index", "\"_id\":\"\\ud800\",\"status\":201"), 1, 0},
+        {"\\u0000", ITEM("index", "\"_id\":\"\\u0000\",\"status\":201"), 1, 0},
+        {"a value without its comma",
+         ITEM("index", "\"_index\":\"i\"\"_id\":\"1\",\"status\":201"), 1, 0},
+        {"a brace for a comma", ITEM("index", "\"_index\":\"i\"{\"_id\":\"1\",\"status\":201"), 1, 0},
+        {"a number glued to a key", ITEM("index", "\"_version\":1\"status\":201"), 1, 0},
+        {"too few items", ITEM("index", "\"status\":201"), 2, 0},
+        {"too many items", ITEM("index", "\"status\":201") "," ITEM("index", "\"status\":201"), 1, 0},
+    };
+    size_t i;
+
+    for (i = 0; i < ESBULK__ARRAY_LEN(cases); i++)
+        check_want(cases[i].what, cases[i].items, cases[i].n, NULL, cases[i].quick, NULL);
+}
+END_TEST
+
+/* Every cut of a common answer, and every byte of it changed: the
+ * common-item path takes only what jansson reads the same. */
+START_TEST(test_quick_cuts_and_bytes)
+{
+    static const char body[] =
+        "{\"items\":[" ITEM("index", COMMON("123", "5") ",\"status\":201") ","
+        ITEM("delete", "\"_index\":\"bench-micro\",\"_id\":\"9\",\"_version\":2,"
+                       "\"result\":\"not_found\",\"_seq_no\":77,\"_primary_term\":3,\"status\":404")
+        "]}";
+    static const char bench[] = "bench-micro";
+    const esbulk__resp_want_t want[2] = {{bench, 11, "123", 3}, {bench, 11, "9", 1}};
+    const size_t len = sizeof(body) - 1;
+    static const unsigned char repl[] = {'"', '\\', ',', '}', '{', ':', '0', '9', 'x', ' ',
+                                         0x01, 0x80, ']'};
+    esbulk__resp_t r, slow;
+    char why[4096];
+    const char *d;
+    size_t cut, i, k;
+    char *copy;
+
+    for (cut = 0; cut < len; cut++) {
+        copy = malloc(cut + 1);
+        ck_assert_ptr_nonnull(copy);
+        memcpy(copy, body, cut);
+        if (esbulk__response_parse_quick(200, copy, cut, 2, 0, want, &r) == ESBULK_OK)
+            ck_abort_msg("cut at %zu: taken", cut);
+        ck_assert_ptr_null(r.items);
+        ck_assert_int_eq(esbulk__response_parse_want(200, copy, cut, 2, 0, want, &r), ESBULK_OK);
+        ck_assert_int_eq(esbulk__response_parse_slow(200, copy, cut, 2, 0, &slow), ESBULK_OK);
+        d = resp_diff(&r, &slow, why, sizeof(why));
+        if (d != NULL)
+            ck_abort_msg("cut at %zu: %s", cut, d);
+        esbulk__response_free(&r);
+        esbulk__response_free(&slow);
+        free(copy);
+    }
+    copy = malloc(len);
+    ck_assert_ptr_nonnull(copy);
+    for (i = 0; i < len; i++)
+        for (k = 0; k < sizeof(repl); k++) {
+            esbulk_err_t qe;
+
+            memcpy(copy, body, len);
+            copy[i] = (char)repl[k];
+            qe = esbulk__response_parse_quick(200, copy, len, 2, 1, want, &r);
+            ck_assert_int_eq(esbulk__response_parse_slow(200, copy, len, 2, 1, &slow), ESBULK_OK);
+            if (qe == ESBULK_OK) {
+                d = slow.klass != ESBULK__RESP_OK ? "jansson: not OK"
+                                                  : resp_diff(&r, &slow, why, sizeof(why));
+                if (d != NULL)
+                    ck_abort_msg("byte %zu as 0x%02x: %s", i, repl[k], d);
+                esbulk__response_free(&r);
+            }
+            ck_assert_int_eq(esbulk__response_parse_want(200, copy, len, 2, 1, want, &r),
+                             ESBULK_OK);
+            d = resp_diff(&r, &slow, why, sizeof(why));
+            if (d != NULL)
+                ck_abort_msg("byte %zu as 0x%02x, parse_want: %s", i, repl[k], d);
+            esbulk__response_free(&r);
+            esbulk__response_free(&slow);
+        }
+    free(copy);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("response");
@@ -1274,6 +1618,10 @@ int main(void)
     tcase_add_test(tc, test_fast_path_takes);
     tcase_add_test(tc, test_both_paths_data_files);
     tcase_add_test(tc, test_both_paths_random);
+    tcase_add_test(tc, test_quick_common);
+    tcase_add_test(tc, test_quick_differs);
+    tcase_add_test(tc, test_quick_leaves);
+    tcase_add_test(tc, test_quick_cuts_and_bytes);
     tcase_set_timeout(tc, 120); /* under valgrind */
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
