@@ -97,6 +97,7 @@ fi
 mkdir -p "$top_srcdir/tests/mariadb/run" 2>/dev/null
 (
     flock 9
-    "$mariadb" status >/dev/null 2>&1 || "$mariadb" start
+    # the server must not inherit the lock (fd 9): it would hold it for good
+    "$mariadb" status >/dev/null 2>&1 || "$mariadb" start 9>&-
 ) 9>"${ESBULK_MARIADB_DIR:-$top_srcdir/tests/mariadb/run}/start.lock" ||
     { echo "FAIL: the MariaDB test server did not start"; exit 1; }
