@@ -276,6 +276,22 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
         failed_seen++;
 }
 
+/* A handle on conf (destroyed) whose results on_result counts, served on
+ * this thread. */
+static esbulk_t *counted_handle(esbulk_conf_t *conf)
+{
+    char errstr[256];
+    esbulk_t *eb;
+
+    esbulk_conf_set_result_cb(conf, on_result);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+    results_seen = closed_seen = failed_seen = wrong_thread = 0;
+    poll_thread = pthread_self();
+    return eb;
+}
+
 static esbulk_t *dead_handle_b(const char *max_docs, const char *enqueue_ms, const char *retry_max,
                                const char *backoff_ms)
 {
@@ -292,12 +308,7 @@ static esbulk_t *dead_handle_b(const char *max_docs, const char *enqueue_ms, con
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", retry_max, NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.ms", backoff_ms, NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.max.ms", backoff_ms, NULL, 0), 0);
-    esbulk_conf_set_result_cb(conf, on_result);
-    eb = esbulk_new(conf, errstr, sizeof(errstr));
-    ck_assert_msg(eb != NULL, "%s", errstr);
-    esbulk_conf_destroy(conf);
-    results_seen = closed_seen = failed_seen = wrong_thread = 0;
-    poll_thread = pthread_self();
+    eb = counted_handle(conf);
     return eb;
 }
 
@@ -496,12 +507,7 @@ START_TEST(test_interval_wakes_sleeping_io)
     ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "100000", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "topology.wait.ms", "0", NULL, 0), 0);
-    esbulk_conf_set_result_cb(conf, on_result);
-    eb = esbulk_new(conf, errstr, sizeof(errstr));
-    ck_assert_msg(eb != NULL, "%s", errstr);
-    esbulk_conf_destroy(conf);
-    results_seen = closed_seen = failed_seen = wrong_thread = 0;
-    poll_thread = pthread_self();
+    eb = counted_handle(conf);
     for (i = 0; i < 3; i++) {
         /* the I/O thread has slept with nothing due for 200 ms: without a
          * wake-up it would look again only after its 1 s maximum */
@@ -551,12 +557,7 @@ START_TEST(test_full_buffer_sends_after_layout_wait)
     ck_assert_int_eq(esbulk_conf_set(conf, "topology.wait.ms", "300", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", "5000", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
-    esbulk_conf_set_result_cb(conf, on_result);
-    eb = esbulk_new(conf, errstr, sizeof(errstr));
-    ck_assert_msg(eb != NULL, "%s", errstr);
-    esbulk_conf_destroy(conf);
-    results_seen = closed_seen = failed_seen = wrong_thread = 0;
-    poll_thread = pthread_self();
+    eb = counted_handle(conf);
     for (i = 0; i < 10; i++)
         ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
     ck_assert_int_eq(add_one(eb, 10), ESBULK_ERR_QUEUE_FULL); /* while they wait */
