@@ -132,6 +132,11 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk_
     if (lines_max > 0 && own == NULL) {
         b = dm->cur;
         if (b != NULL) {
+            /* no document holds it (only adds take a share, under this
+             * lock): start over at its beginning, on pages already resident
+             * and in cache, rather than touch new ones */
+            if (atomic_load(&b->refs) == 1)
+                atomic_store(&b->used, 0);
             off = atomic_load(&b->used);
             if (off + need > BLOCK_BYTES) {
                 retired = b; /* the documents in it keep it until their answers */

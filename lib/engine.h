@@ -39,6 +39,9 @@ struct esbulk_s {
     size_t buffered_bytes;          /* body bytes of documents without outcome */
     size_t buffered_docs;           /* documents not yet served */
     int flushers;                   /* esbulk_flush/close calls in progress */
+    uint64_t force_upto;            /* documents added before the last esbulk_flush (seq
+                                     * below this) go at once, even after that call timed
+                                     * out: until every one of them is served */
     int buffer_full;                /* an add found no space, and none was freed since:
                                      * the I/O thread sends whatever it holds */
     int closing;                    /* esbulk_close: stop accepting, drain */

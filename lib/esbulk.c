@@ -849,6 +849,8 @@ esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms)
     pthread_mutex_lock(&eb->lock);
     upto = eb->next_seq;
     eb->flushers++;
+    if (upto > eb->force_upto)
+        eb->force_upto = upto;
     pthread_mutex_unlock(&eb->lock);
     esbulk__io_wakeup(eb);
     err = drain(eb, upto, timeout_ms);

@@ -15,7 +15,8 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
     esbulk__queue_append(incoming, &eb->incoming);
     eb->io_sleep_until = 0; /* awake: it looks at incoming again before it sleeps */
     /* an add found no space and none was freed since: send everything */
-    flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full;
+    flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full ||
+                   (eb->live_head != NULL && eb->live_head->seq < eb->force_upto);
     flags->terminate = eb->terminate;
     flags->abort_all = eb->abort_all;
     pthread_mutex_unlock(&eb->lock);

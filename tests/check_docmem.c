@@ -101,6 +101,36 @@ START_TEST(test_blocks_reused_only_when_empty)
 }
 END_TEST
 
+/* A current block that no document holds any more starts over at its
+ * beginning: a steady trickle of documents keeps reusing the same pages
+ * instead of walking through the whole block (RSS would grow by each
+ * document's lines until the block is full). */
+START_TEST(test_current_block_rewinds_when_empty)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__doc_t *d, *held;
+    const char *first;
+    int i;
+
+    d = take_filled(dm, 100, 100, 1);
+    first = d->lines;
+    esbulk__doc_free(d);
+    for (i = 0; i < 5000; i++) {
+        d = take_filled(dm, 100, 100, (unsigned)i);
+        ck_assert_ptr_eq(d->lines, first);
+        esbulk__doc_free(d);
+    }
+    /* held: the next one goes after it, not over it */
+    held = take_filled(dm, 100, 100, 7);
+    d = take_filled(dm, 100, 100, 8);
+    ck_assert_ptr_ne(d->lines, held->lines);
+    ck_assert(intact(held));
+    esbulk__doc_free(d);
+    esbulk__doc_free(held);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 START_TEST(test_large_and_empty)
 {
     esbulk__docmem_t *dm = esbulk__docmem_new();
@@ -212,6 +242,7 @@ int main(void)
     tcase_add_test(tc, test_regions_apart_and_trimmed);
     tcase_add_test(tc, test_blocks_reused_only_when_empty);
     tcase_add_test(tc, test_large_and_empty);
+    tcase_add_test(tc, test_current_block_rewinds_when_empty);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -457,6 +457,35 @@ START_TEST(test_json_string_every_position)
 }
 END_TEST
 
+/* A flush that times out still sends what was added before it at once (as
+ * librdkafka's flush does): a short flush is how a caller says "send now"
+ * without waiting for flush.interval.ms. */
+START_TEST(test_flush_timed_out_still_sends)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    esbulk_t *eb;
+    int64_t t0;
+    int i, n = 0;
+
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "100000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", "0", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "topology.wait.ms", "0", NULL, 0), 0);
+    eb = counted_handle(conf);
+    for (i = 0; i < 3; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    t0 = esbulk__now_ms();
+    ck_assert_int_eq(esbulk_flush(eb, 0), ESBULK_ERR_TIMED_OUT);
+    while (n < 3 && esbulk__now_ms() - t0 < 5000)
+        n += esbulk_poll(eb, 10);
+    ck_assert_int_eq(n, 3); /* sent and refused, not kept for 10 minutes */
+    ck_assert_int_eq(failed_seen, 3);
+    esbulk_destroy(eb);
+}
+END_TEST
+
 /* Documents that came in after the I/O thread took incoming, without a
  * wake-up (it was awake): it sleeps no longer than the oldest one's
  * interval, and not at all once enough have come. */
@@ -746,6 +775,7 @@ int main(void)
     tcase_add_test(handle, test_queue_full_after_timeout);
     tcase_add_test(handle, test_full_buffer_sends_now);
     tcase_add_test(handle, test_interval_wakes_sleeping_io);
+    tcase_add_test(handle, test_flush_timed_out_still_sends);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);
