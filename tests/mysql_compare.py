@@ -15,16 +15,28 @@ import json
 import math
 import random
 import sys
+import time
 import urllib.error
 import urllib.request
 
 
 def req(url, body=None, method=None):
+    """One call; a 429 or 503 (the shared test cluster's circuit breaker or
+    search queue under load) is asked again, with a growing pause, for up to
+    about two minutes: reading the index back is not what is tested."""
     data = json.dumps(body).encode() if body is not None else None
-    r = urllib.request.Request(url, data=data, method=method or ("POST" if data else "GET"),
-                               headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(r, timeout=120) as f:
-        return json.loads(f.read())
+    pause = 0.2
+    for attempt in range(40):
+        r = urllib.request.Request(url, data=data, method=method or ("POST" if data else "GET"),
+                                   headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(r, timeout=120) as f:
+                return json.loads(f.read())
+        except urllib.error.HTTPError as e:
+            if e.code not in (429, 503) or attempt == 39:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
 
 
 def same(a, b):

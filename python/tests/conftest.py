@@ -3,6 +3,7 @@ default http://127.0.0.1:19200, started by tests/cluster/ensure.sh) and
 fresh indices on it. The library comes from $ESBULK_LIBRARY (tests/python.test
 points it at the build's .libs/libesbulk.so)."""
 import json
+import time
 import os
 import urllib.error
 import urllib.request
@@ -14,14 +15,22 @@ URL = os.environ.get("ESBULK_TEST_URL", "http://127.0.0.1:19200").rstrip("/")
 
 
 def http(method, path, body=None):
+    """The test's own calls (create, count, delete): a 429 from the shared
+    test cluster under load is asked again, with a growing pause."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    pause = 0.2
+    for attempt in range(40):
+        req = urllib.request.Request(URL + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return resp.status, json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as e:
+            if e.code != 429 or attempt == 39:
+                return e.code, json.loads(e.read() or b"null")
+        time.sleep(pause)
+        pause = min(pause * 2, 5.0)
+    raise AssertionError("unreachable")
 
 
 def create_index(name, shards=3):
