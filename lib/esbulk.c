@@ -276,8 +276,8 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     int64_t gen = esbulk__conf_int(eb->conf, ESBULK__C_ID_GENERATE);
     char idbuf[32], action_stack[512], *p;
     esbulk__buf_t action, bline;
-    size_t lines_max, strs;
-    int content_id;
+    size_t lines_max, strs, action_len;
+    int content_id, plain, fast;
     esbulk__doc_t *d = NULL;
     esbulk_err_t err;
 
@@ -289,15 +289,20 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         return ESBULK_ERR_INVALID_ARG;
     }
     index_len = strlen(index);
-    if (index_len == 0 || !esbulk__utf8_valid(index, index_len)) {
+    /* the usual strings are plain ASCII: valid UTF-8, no NUL, nothing to
+     * escape, in one pass each */
+    plain = esbulk__plain_ascii(index, index_len) && esbulk__plain_ascii(id, id_len) &&
+            esbulk__plain_ascii(routing, routing_len);
+    if (index_len == 0 || (!plain && !esbulk__utf8_valid(index, index_len))) {
         esbulk__errstr(errstr, errstr_size, "index name is empty or not valid UTF-8");
         return index_len == 0 ? ESBULK_ERR_INVALID_ARG : ESBULK_ERR_INVALID_UTF8;
     }
-    if (!esbulk__utf8_valid(id, id_len) || memchr(id ? id : "", 0, id_len) != NULL) {
+    if (!plain && (!esbulk__utf8_valid(id, id_len) || memchr(id ? id : "", 0, id_len) != NULL)) {
         esbulk__errstr(errstr, errstr_size, "_id is not valid UTF-8 (or holds a NUL byte)");
         return ESBULK_ERR_INVALID_UTF8;
     }
-    if (!esbulk__utf8_valid(routing, routing_len) || memchr(routing ? routing : "", 0, routing_len)) {
+    if (!plain && (!esbulk__utf8_valid(routing, routing_len) ||
+                   memchr(routing ? routing : "", 0, routing_len))) {
         esbulk__errstr(errstr, errstr_size, "routing is not valid UTF-8 (or holds a NUL byte)");
         return ESBULK_ERR_INVALID_UTF8;
     }
@@ -347,36 +352,47 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         id_len = strlen(idbuf);
     }
 
-    /* the action line first, on the stack (most are short), so that the
-     * document asks for exactly the room its lines need */
+    /* The action line: plain strings and no option, its length is known and
+     * it is written straight into the document's room; otherwise first on
+     * the stack (most are short), so that the document asks for exactly the
+     * room its lines need. (Generated ids are plain.) */
     esbulk__buf_init(&action, sizeof(action_stack) - 1);
     action.data = action_stack;
     action.cap = sizeof(action_stack);
-    err = esbulk__action_line_opts(&action, op, index, index_len, id, id_len, routing,
-                                   routing_len, opts);
-    if (err == ESBULK_ERR_TOO_LARGE) {
-        esbulk__buf_init(&action, (size_t)-1);
+    fast = plain && esbulk__docopts_empty(opts);
+    if (fast) {
+        action_len = esbulk__action_line_plain_len(op, index_len, id_len, routing_len);
+    } else {
         err = esbulk__action_line_opts(&action, op, index, index_len, id, id_len, routing,
                                        routing_len, opts);
+        if (err == ESBULK_ERR_TOO_LARGE) {
+            esbulk__buf_init(&action, (size_t)-1);
+            err = esbulk__action_line_opts(&action, op, index, index_len, id, id_len, routing,
+                                           routing_len, opts);
+        }
+        if (err != ESBULK_OK)
+            goto fail;
+        action_len = action.len;
     }
-    if (err != ESBULK_OK)
-        goto fail;
     /* a body line is at most the body and its "\n" */
-    lines_max = action.len + (bline.len > 0 ? bline.len : op == ESBULK_OP_DELETE ? 0 : body_len + 1);
+    lines_max = action_len + (bline.len > 0 ? bline.len : op == ESBULK_OP_DELETE ? 0 : body_len + 1);
     if ((err = esbulk__docmem_take(eb->dm, lines_max, &d, &p)) != ESBULK_OK)
         goto fail;
-    memcpy(p, action.data, action.len);
+    if (fast)
+        esbulk__action_line_plain(p, op, index, index_len, id, id_len, routing, routing_len);
+    else
+        memcpy(p, action.data, action_len);
     d->lines = p;
-    d->lines_len = action.len;
+    d->lines_len = action_len;
     if (bline.len > 0) {
-        memcpy(p + action.len, bline.data, bline.len);
+        memcpy(p + action_len, bline.data, bline.len);
         d->lines_len += bline.len;
     } else if (op != ESBULK_OP_DELETE) {
         /* the body is copied once, into the room of its request lines */
         esbulk__buf_t view;
 
         view.data = p;
-        view.len = action.len;
+        view.len = action_len;
         view.cap = lines_max + 1;
         view.max = lines_max;
         err = esbulk__body_line(&view, body, body_len,

@@ -41,6 +41,86 @@ static size_t plain_prefix(const char *s, size_t len)
     return i;
 }
 
+/* plain[c]: byte c is plain ASCII (esbulk__plain_ascii) */
+static const unsigned char plain[256] = {
+#define P8 1, 1, 1, 1, 1, 1, 1, 1
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, P8,                     /* 0x22 '"' */
+    P8, P8, P8, P8,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x5c '\\' */
+    P8, P8, P8, P8,
+#undef P8
+};
+
+static int plain8(uint64_t v)
+{
+    return !(v & HIGHS) && !needs_escape8(v);
+}
+
+int esbulk__plain_ascii(const char *s, size_t len)
+{
+    size_t i;
+    uint64_t v;
+
+    if (len < 8) {
+        for (i = 0; i < len; i++)
+            if (!plain[(unsigned char)s[i]])
+                return 0;
+        return 1;
+    }
+    for (i = 0; i + 8 <= len; i += 8) {
+        memcpy(&v, s + i, 8);
+        if (!plain8(v))
+            return 0;
+    }
+    if (i == len)
+        return 1;
+    memcpy(&v, s + len - 8, 8); /* the tail, in the last eight bytes */
+    return plain8(v);
+}
+
+#define HEAD(op) {"{\"" op "\":{\"_index\":\"", sizeof("{\"" op "\":{\"_index\":\"") - 1}
+static const struct {
+    const char *s;
+    size_t len;
+} plain_heads[] = {HEAD("index"), HEAD("create"), HEAD("update"), HEAD("delete")};
+#undef HEAD
+
+size_t esbulk__action_line_plain_len(esbulk_op_t op, size_t index_len, size_t id_len,
+                                     size_t routing_len)
+{
+    return plain_heads[op].len + index_len + 1 + (id_len > 0 ? 9 + id_len : 0) +
+           (routing_len > 0 ? 13 + routing_len : 0) + 3;
+}
+
+size_t esbulk__action_line_plain(char *out, esbulk_op_t op, const char *index, size_t index_len,
+                                 const char *id, size_t id_len, const char *routing,
+                                 size_t routing_len)
+{
+    char *p = out;
+
+    memcpy(p, plain_heads[op].s, plain_heads[op].len);
+    p += plain_heads[op].len;
+    memcpy(p, index, index_len);
+    p += index_len;
+    *p++ = '"';
+    if (id_len > 0) {
+        memcpy(p, ",\"_id\":\"", 8);
+        memcpy(p + 8, id, id_len);
+        p += 8 + id_len;
+        *p++ = '"';
+    }
+    if (routing_len > 0) {
+        memcpy(p, ",\"routing\":\"", 12);
+        memcpy(p + 12, routing, routing_len);
+        p += 12 + routing_len;
+        *p++ = '"';
+    }
+    memcpy(p, "}}\n", 3);
+    return (size_t)(p + 3 - out);
+}
+
 esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
 {
     size_t i = plain_prefix(s, len), start = 0;
@@ -121,6 +201,12 @@ esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *o, esbulk_op_t op, ch
         return ESBULK_OK;
     esbulk__errstr(errstr, errstr_size, "document options do not fit a%s: %s", names[op], bad);
     return ESBULK_ERR_INVALID_ARG;
+}
+
+int esbulk__docopts_empty(const esbulk_docopts_t *o)
+{
+    return o == NULL || (!o->has_version && !o->has_seq_no && o->pipeline == NULL &&
+                         !o->require_alias && o->retry_on_conflict < 0);
 }
 
 int esbulk__docopts_conditional(const esbulk_docopts_t *o)

@@ -30,6 +30,23 @@ esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *opts, esbulk_op_t op,
  * applied. */
 int esbulk__docopts_conditional(const esbulk_docopts_t *opts);
 
+/* 1 when opts sets nothing (NULL included): the action line has no option. */
+int esbulk__docopts_empty(const esbulk_docopts_t *opts);
+
+/* 1 when s[0..len) is ASCII that JSON writes as it is: no byte below 0x20,
+ * none from 0x80, no '"' or '\\'. Such a string is also valid UTF-8 and holds
+ * no NUL, so one pass answers all three checks of the add path. */
+int esbulk__plain_ascii(const char *s, size_t len);
+/* The action line of a document with no option whose index, id and routing
+ * are plain ASCII (esbulk__plain_ascii), written to out without a buffer:
+ * exactly esbulk__action_line_plain_len() bytes, no NUL, the same bytes as
+ * esbulk__action_line. op must be valid. Returns the length written. */
+size_t esbulk__action_line_plain_len(esbulk_op_t op, size_t index_len, size_t id_len,
+                                     size_t routing_len);
+size_t esbulk__action_line_plain(char *out, esbulk_op_t op, const char *index, size_t index_len,
+                                 const char *id, size_t id_len, const char *routing,
+                                 size_t routing_len);
+
 /* Appends {"<op>":{"_index":..,"_id":..,"routing":..}}\n to buf; id and
  * routing are omitted when their length is 0. */
 esbulk_err_t esbulk__action_line(esbulk__buf_t *buf, esbulk_op_t op, const char *index,

@@ -341,6 +341,11 @@ START_TEST(test_add_errors)
                                 errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
     ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "\xe4\xb8", NULL, 0, NULL, 0, "{}", 2, NULL,
                                 errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
+    /* a NUL is not plain: the full checks refuse it */
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a\0b", 3, NULL, 0, "{}", 2, NULL,
+                                errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, "r\0", 2, "{}", 2, NULL,
+                                errstr, sizeof(errstr)), ESBULK_ERR_INVALID_UTF8);
     ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, NULL, 0, "[]", 2, NULL, errstr,
                                 sizeof(errstr)), ESBULK_ERR_INVALID_JSON);
     ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, NULL, 0, NULL, 0, NULL, errstr,
@@ -456,6 +461,66 @@ START_TEST(test_json_string_every_position)
         ck_assert(memcmp(b.data + 1, in, 24) == 0);
         esbulk__buf_free(&b);
     }
+}
+END_TEST
+
+/* esbulk__plain_ascii against a bytewise reference: every byte value at
+ * every position of strings from 0 to 24 bytes (the 8-byte step and the
+ * tail). */
+START_TEST(test_plain_ascii_every_byte)
+{
+    char in[24];
+    size_t len, p;
+    int c;
+
+    for (len = 0; len <= sizeof(in); len++) {
+        memset(in, 'a', sizeof(in));
+        ck_assert_int_eq(esbulk__plain_ascii(in, len), 1);
+        for (p = 0; p < len; p++)
+            for (c = 0; c < 256; c++) {
+                int want = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+
+                in[p] = (char)c;
+                ck_assert_msg(esbulk__plain_ascii(in, len) == want, "byte 0x%02x at %zu of %zu",
+                              c, p, len);
+                in[p] = 'a';
+            }
+    }
+    ck_assert_int_eq(esbulk__plain_ascii(NULL, 0), 1);
+}
+END_TEST
+
+/* The plain action line: the same bytes as the general writer's, for every
+ * op, with and without id and routing, and the length it announced. */
+START_TEST(test_action_line_plain_same_bytes)
+{
+    static const char *const ids[] = {"", "1", "abcdefgh", "a id with spaces ~!@#$%^&*()"};
+    static const char *const routings[] = {"", "r", "user-12345678901234567890"};
+    char out[256];
+    size_t op, i, r;
+
+    for (op = 0; op <= ESBULK_OP_DELETE; op++)
+        for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+            for (r = 0; r < sizeof(routings) / sizeof(routings[0]); r++) {
+                esbulk__buf_t b;
+                size_t n, want_len;
+
+                esbulk__buf_init(&b, 1 << 10);
+                ck_assert_int_eq(esbulk__action_line(&b, (esbulk_op_t)op, "my-index", 8, ids[i],
+                                                     strlen(ids[i]), routings[r],
+                                                     strlen(routings[r])),
+                                 ESBULK_OK);
+                want_len = esbulk__action_line_plain_len((esbulk_op_t)op, 8, strlen(ids[i]),
+                                                         strlen(routings[r]));
+                memset(out, '#', sizeof(out));
+                n = esbulk__action_line_plain(out, (esbulk_op_t)op, "my-index", 8, ids[i],
+                                              strlen(ids[i]), routings[r], strlen(routings[r]));
+                ck_assert_uint_eq(n, want_len);
+                ck_assert_uint_eq(n, b.len);
+                ck_assert_msg(memcmp(out, b.data, n) == 0, "%.*s, want %s", (int)n, out, b.data);
+                ck_assert_int_eq(out[n], '#'); /* not a byte more */
+                esbulk__buf_free(&b);
+            }
 }
 END_TEST
 
@@ -788,6 +853,8 @@ int main(void)
     tcase_add_test(pure, test_ids);
     tcase_add_test(pure, test_handoff_sleep);
     tcase_add_test(pure, test_json_string_every_position);
+    tcase_add_test(pure, test_plain_ascii_every_byte);
+    tcase_add_test(pure, test_action_line_plain_same_bytes);
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_queue_full_at_once);
