@@ -76,12 +76,20 @@ const (
 
 var zeros [errstrBytes]byte
 
+// LibraryVersion is the version of the libesbulk linked in, as "major.minor.patch".
+func LibraryVersion() string { return C.GoString(C.esbulk_version_str()) }
+
+// libraryVersionNumber is esbulk_version(): one cgo call and nothing else
+// (BenchmarkCgoCall measures the crossing with it).
+func libraryVersionNumber() uint32 { return uint32(C.esbulk_version()) }
+
 func err2str(c ErrCode) string { return C.GoString(C.esbulk_err2str(C.esbulk_err_t(c))) }
 
 // An item waiting for its result.
 type pending struct {
 	item   BulkIndexerItem
 	action int32
+	used   bool // the slot holds an item (slots)
 }
 
 // A Flush or Close asked of the result goroutine.
@@ -103,8 +111,7 @@ type indexer struct {
 	final  []byte      // the stats JSON read just before destroy
 
 	itemsMu sync.Mutex
-	items   map[uint64]*pending
-	nextID  atomic.Uint64
+	items   slots // the items the library holds, by the opaque they carry
 
 	// room is closed (and replaced) by the result goroutine after each
 	// release while adders wait for room.
@@ -292,7 +299,6 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 	b := &indexer{
 		cfg:      cfg,
 		eb:       eb,
-		items:    make(map[uint64]*pending),
 		room:     make(chan struct{}),
 		closing:  make(chan struct{}),
 		cmds:     make(chan command),
@@ -408,10 +414,8 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 		routingPtr = at(routingOff)
 	}
 
-	id := b.nextID.Add(1)
-	p := &pending{item: item, action: int32(op)}
 	b.itemsMu.Lock()
-	b.items[id] = p
+	id := b.items.put(item, int32(op))
 	b.itemsMu.Unlock()
 
 	waiting := false
@@ -421,7 +425,13 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 		}
 	}()
 	for {
-		room := b.roomChan()
+		// the room channel is taken before the attempt that may wait on
+		// it, so that a release between the two is not missed; the first
+		// attempt never waits, and needs none
+		var room chan struct{}
+		if waiting {
+			room = b.roomChan()
+		}
 		b.mu.RLock()
 		var rc C.int32_t = C.ESBULK_ERR_CLOSED
 		if !b.gone {
@@ -465,7 +475,7 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 
 func (b *indexer) forget(id uint64) {
 	b.itemsMu.Lock()
-	delete(b.items, id)
+	b.items.take(id)
 	b.itemsMu.Unlock()
 }
 

@@ -12,6 +12,7 @@ typedef struct esbgo_res {
     int32_t outcome, err, status, attempts;
     int64_t seq_no, primary_term, version;
     const char *index, *id, *error_type, *error_reason, *result;
+    size_t index_len, id_len, result_len;
 } esbgo_res;
 
 static void esbgo_read(const esbulk_result_t *const *rs, size_t n, esbgo_res *out)
@@ -31,6 +32,9 @@ static void esbgo_read(const esbulk_result_t *const *rs, size_t n, esbgo_res *ou
         out[i].error_type = esbulk_result_error_type(r);
         out[i].error_reason = esbulk_result_error_reason(r);
         out[i].result = esbulk_result_result(r);
+        out[i].index_len = out[i].index != NULL ? strlen(out[i].index) : 0;
+        out[i].id_len = out[i].id != NULL ? strlen(out[i].id) : 0;
+        out[i].result_len = out[i].result != NULL ? strlen(out[i].result) : 0;
     }
 }
 */
@@ -83,25 +87,30 @@ func (d *drainer) pull(wait time.Duration) int {
 	C.esbgo_read(d.out, C.size_t(n), d.res)
 	rs := unsafe.Slice(d.res, n)
 	type done struct {
-		p    *pending
+		p    pending
+		ok   bool // p was found
 		resp BulkIndexerResponseItem
 		err  error
 	}
 	batch := make([]done, n)
 	b.itemsMu.Lock()
 	for i := range rs {
-		id := uint64(rs[i].opaque)
-		batch[i].p = b.items[id]
-		delete(b.items, id)
+		batch[i].p, batch[i].ok = b.items.take(uint64(rs[i].opaque))
 	}
 	b.itemsMu.Unlock()
 	for i := range rs {
 		r := &rs[i]
 		dn := &batch[i]
 		resp := &dn.resp
-		resp.Index = goString(r.index)
-		resp.DocumentID = goString(r.id)
-		resp.Result = goString(r.result)
+		// the item's own strings when the server answered with them (the
+		// usual), so that a result allocates no string
+		index := dn.p.item.Index
+		if index == "" {
+			index = b.cfg.Index
+		}
+		resp.Index = goStringAs(r.index, r.index_len, index)
+		resp.DocumentID = goStringAs(r.id, r.id_len, dn.p.item.DocumentID)
+		resp.Result = resultString(r.result, r.result_len)
 		resp.Status = int(r.status)
 		resp.Version = int64(r.version)
 		resp.SeqNo = int64(r.seq_no)
@@ -125,8 +134,8 @@ func (d *drainer) pull(wait time.Duration) int {
 	var first error
 	for i := range batch {
 		dn := &batch[i]
-		if dn.p == nil {
-			continue // cannot happen: every opaque is the id of an item in the map
+		if !dn.ok {
+			continue // cannot happen: every opaque is the id of an item held
 		}
 		it := dn.p.item
 		// As esutil and opensearchutil do, a delete of a missing document
@@ -168,6 +177,36 @@ func (d *drainer) pull(wait time.Duration) int {
 		b.cfg.OnError(ctx, &BatchError{Items: nerr, First: first})
 	}
 	return n
+}
+
+// goStringAs is s (n bytes) as a Go string: same itself when the bytes are
+// equal, without an allocation.
+func goStringAs(s *C.char, n C.size_t, same string) string {
+	if s == nil {
+		return ""
+	}
+	if int(n) == len(same) && string(unsafe.Slice((*byte)(unsafe.Pointer(s)), int(n))) == same {
+		return same
+	}
+	return C.GoStringN(s, C.int(n))
+}
+
+// the result strings the server writes, shared by every response item
+var resultStrings = [...]string{"created", "updated", "deleted", "noop", "not_found"}
+
+// resultString is an item's "result" (n bytes): one of resultStrings
+// without an allocation, else a copy.
+func resultString(s *C.char, n C.size_t) string {
+	if s == nil {
+		return ""
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(s)), int(n))
+	for _, r := range resultStrings {
+		if string(b) == r {
+			return r
+		}
+	}
+	return C.GoStringN(s, C.int(n))
 }
 
 func goString(s *C.char) string {
@@ -241,7 +280,7 @@ func (d *drainer) close(ctx context.Context) error {
 	// in the map is being added by an Add that the closed handle refuses:
 	// that Add returns ErrClosed and the item gets no callback.
 	b.itemsMu.Lock()
-	b.items = make(map[uint64]*pending)
+	b.items.reset()
 	b.itemsMu.Unlock()
 
 	js := C.esbulk_stats_json(b.eb)

@@ -1,0 +1,29 @@
+package esbulk
+
+import (
+	"regexp"
+	"testing"
+)
+
+func TestLibraryVersion(t *testing.T) {
+	v := LibraryVersion()
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+`).MatchString(v) {
+		t.Fatalf("LibraryVersion() = %q", v)
+	}
+	if libraryVersionNumber() == 0 {
+		t.Fatal("esbulk_version() is 0")
+	}
+}
+
+// The cost of one cgo crossing and nothing else: what each Add pays on top
+// of the library's own esbulk_add_opts (BenchmarkAdd is the whole Add).
+// go test -run X -bench CgoCall
+func BenchmarkCgoCall(b *testing.B) {
+	var sum uint32
+	for i := 0; i < b.N; i++ {
+		sum += libraryVersionNumber()
+	}
+	if sum == 42 {
+		b.Log(sum)
+	}
+}
