@@ -17,13 +17,13 @@ fi
 flags=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -Wall -Wextra -Wshadow -Wstrict-prototypes
        -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Werror -fvisibility=hidden
-       -I"$src/include" -I"$src/lib" -I"$src")
+       -I"$src/include" -I"$src/lib" -I"${top_builddir:-$src}" -I"$src")
 pc=$(pkg-config --cflags --libs libcurl jansson libxxhash zlib check)
 libs=(-lpthread -lm)
 lib_srcs=("$src"/lib/*.c)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export CK_FORK=no top_srcdir="$src"
+export CK_FORK=no top_srcdir="$src" # config.h comes from top_builddir (out-of-tree builds)
 
 echo "sanitizers: building with $cc -fsanitize=address,undefined"
 for t in "$src"/tests/check_*.c; do
