@@ -18,10 +18,13 @@ indexer-bytes: the same with the lines as bytes
 chunk_size / flush.docs = --batch, max.inflight.per.node = --inflight, node
 routing. Prints one JSON line {"docs":N,"seconds":S,"failed":F,...} with
 the Python side's CPU split where it can be measured: decode_ns_per_doc
-(json.loads of the lines, measured apart on the first 20,000) and, for the
-Indexer modes, add_ns_per_doc (CPU of the add_many calls: encoding and the
-crossing) and the engine's share (the rest of the process CPU: libesbulk's
-I/O thread and the results). Exits non-zero if any document failed.
+(json.loads of the lines, measured apart on the first 20,000),
+encode_ns_per_doc (the package's encoding of those dicts, measured apart),
+main_thread_ns_per_doc (the calling thread: this script, the encoding, the
+calls into the library and the library's work on the caller's side) and
+engine_ns_per_doc (the rest of the process CPU: libesbulk's I/O thread), and
+for the Indexer modes add_ns_per_doc (CPU of the add_many calls: encoding and
+the crossing). Exits non-zero if any document failed.
 """
 import argparse
 import json
@@ -31,6 +34,7 @@ import time
 
 import esbulk
 from esbulk import helpers
+from esbulk._indexer import encode_body as esbulk_encode
 
 
 def lines(path):
@@ -73,11 +77,18 @@ def main():
     for line in sample:
         json.loads(line)
     out["decode_ns_per_doc"] = (time.process_time() - c0) * 1e9 / max(1, len(sample))
+    if not raw:  # the package's own encoding of those dicts (orjson or json)
+        dicts = [json.loads(line) for line in sample]
+        c0 = time.process_time()
+        for d in dicts:
+            esbulk_encode(d)
+        out["encode_ns_per_doc"] = (time.process_time() - c0) * 1e9 / max(1, len(dicts))
+        del dicts
     del sample
 
     docs = failed = 0
     first_error = None
-    t0, cpu0 = time.monotonic(), cpu()
+    t0, cpu0, main0 = time.monotonic(), cpu(), time.thread_time()
     if a.mode.startswith("bulk"):
         def actions():
             for k, line in enumerate(lines(a.file), 1):
@@ -125,7 +136,13 @@ def main():
         docs, failed, first_error = res["n"], res["bad"], res["first"]
         out["add_ns_per_doc"] = add_cpu * 1e9 / max(1, docs)
     secs = time.monotonic() - t0
+    main = time.thread_time() - main0
     out["cpu_ns_per_doc"] = (cpu() - cpu0) * 1e9 / max(1, docs)
+    # this (the calling) thread: the script, encoding, the calls into the
+    # library and its work on the caller's side; the rest of the process:
+    # libesbulk's I/O thread (requests, answers, routing, retries)
+    out["main_thread_ns_per_doc"] = main * 1e9 / max(1, docs)
+    out["engine_ns_per_doc"] = out["cpu_ns_per_doc"] - out["main_thread_ns_per_doc"]
     out.update({"docs": docs, "seconds": secs, "failed": failed, "inflight": a.inflight})
     if first_error:
         out["first_error"] = first_error
