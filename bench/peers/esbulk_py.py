@@ -3,14 +3,17 @@
 (bench/run.py), run from the source tree (PYTHONPATH=python/,
 ESBULK_LIBRARY=the build's libesbulk.so; bench/run.py sets both).
 
-    esbulk_py.py --mode bulk|bulk-bytes|indexer|indexer-bytes --url URL
+    esbulk_py.py --mode bulk|bulk-bytes|streaming|indexer|indexer-bytes --url URL
                  --index NAME --file DATA [--ids] [--batch N] [--inflight N]
 
 bulk:          esbulk.helpers.bulk, the one-line switch from opensearch-py:
                the same generator as bench/peers/os_py.py (the file read line
-               by line, json.loads per line, one action dict per document)
+               by line, json.loads per line, one action dict per document);
+               it returns (successes, errors), raise_on_error=False
 bulk-bytes:    the same with each line as the action's _source, as bytes
                (no json.loads, no encoding: sent as it is)
+streaming:     esbulk.helpers.streaming_bulk on the same actions (dicts), each
+               (ok, {op: item}) iterated, as os_py.py does with parallel_bulk
 indexer:       esbulk.Indexer.add_many, chunks of --batch dicts (json.loads
                per line), results counted by a default callback
 indexer-bytes: the same with the lines as bytes
@@ -52,7 +55,8 @@ def cpu():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("bulk", "bulk-bytes", "indexer", "indexer-bytes"),
+    ap.add_argument("--mode", choices=("bulk", "bulk-bytes", "streaming", "indexer",
+                                       "indexer-bytes"),
                     required=True)
     ap.add_argument("--url", default="http://127.0.0.1:19200")
     ap.add_argument("--index", required=True)
@@ -89,21 +93,29 @@ def main():
     docs = failed = 0
     first_error = None
     t0, cpu0, main0 = time.monotonic(), cpu(), time.thread_time()
-    if a.mode.startswith("bulk"):
+    if not a.mode.startswith("indexer"):
         def actions():
             for k, line in enumerate(lines(a.file), 1):
                 act = {"_index": a.index, "_source": line if raw else json.loads(line)}
                 if a.ids:
                     act["_id"] = str(k)
                 yield act
-        for ok, item in helpers.streaming_bulk(a.url, actions(), chunk_size=a.batch,
-                                               raise_on_error=False, raise_on_exception=False,
-                                               esbulk_conf=conf):
-            docs += 1
-            if not ok:
-                failed += 1
-                if first_error is None:
-                    first_error = json.dumps(item, default=str)[:300]
+        if a.mode == "streaming":
+            for ok, item in helpers.streaming_bulk(a.url, actions(), chunk_size=a.batch,
+                                                   raise_on_error=False,
+                                                   raise_on_exception=False, esbulk_conf=conf):
+                docs += 1
+                if not ok:
+                    failed += 1
+                    if first_error is None:
+                        first_error = json.dumps(item, default=str)[:300]
+        else:  # what a script that calls helpers.bulk gets: counts and the errors
+            n_ok, errors = helpers.bulk(a.url, actions(), chunk_size=a.batch,
+                                        raise_on_error=False, raise_on_exception=False,
+                                        esbulk_conf=conf)
+            docs, failed = n_ok + len(errors), len(errors)
+            if errors:
+                first_error = json.dumps(errors[0], default=str)[:300]
     else:
         res = {"n": 0, "bad": 0, "first": None}
 

@@ -238,6 +238,9 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
         if type(r) is tuple:  # indexed, 2xx: made when its result came
             yield k, True, r[1]
             continue
+        if r is True:  # the same, counted only (bulk())
+            yield k, True, None  # type: ignore[misc]
+            continue
         if r is None:  # pragma: no cover - a chunk is read only once it is complete
             raise RuntimeError("esbulk: a result is missing")
         op_type = op_types[k]
@@ -264,13 +267,39 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
         raise BulkIndexError("%i document(s) failed to index." % len(errors), errors)
 
 
-def _sink_for(live: Dict[int, _Chunk], shift: int) -> Callable[[Any], None]:
+def _sink_for(live: Dict[int, _Chunk], shift: int, counts: bool) -> Callable[[Any], None]:
     """The Indexer's sink: each pulled batch's results into their chunks
     (live: chunk number -> chunk; a document's opaque is its chunk's number
     << shift | its position). An indexed document with a 2xx status becomes
-    its (True, {op_type: item}) at once, from the columns; any other keeps
-    its Result."""
+    its (True, {op_type: item}) at once, from the columns (counts: True);
+    any other keeps its Result."""
     mask = (1 << shift) - 1
+
+    def count_sink(b: Any) -> None:
+        cols = b.cols
+        cno = -1
+        c: Any = None
+        out: List[Any] = []
+        got = 0
+        for i, (o, oc, st) in enumerate(zip(b.opaques, cols[0], cols[3])):
+            no = o >> shift
+            if no != cno:
+                if c is not None:
+                    c.left -= got
+                c = live[no]
+                cno, out, got = no, c.out, 0
+            got += 1
+            if oc == 0 and 200 <= st < 300:
+                out[o & mask] = True
+            else:
+                out[o & mask] = _make_result(tuple(col[i] for col in cols), b.errors.get(i),
+                                             None, None)
+                c.bad += 1
+        if c is not None:
+            c.left -= got
+
+    if counts:
+        return count_sink
 
     def sink(b: Any) -> None:
         cols = b.cols
@@ -279,13 +308,17 @@ def _sink_for(live: Dict[int, _Chunk], shift: int) -> Callable[[Any], None]:
         c: Any = None
         out: List[Any] = []
         ots: List[str] = []
+        got = 0
         for i, (o, oc, st, vr, rs, sq, pt, ix_, id_) in enumerate(zip(
                 b.opaques, cols[0], cols[3], cols[8], cols[11], cols[6], cols[7], cols[9],
                 cols[10])):
             no = o >> shift
             if no != cno:
+                if c is not None:
+                    c.left -= got
                 c = live[no]
-                cno, out, ots = no, c.out, c.op_types
+                cno, out, ots, got = no, c.out, c.op_types, 0
+            got += 1
             pos = o & mask
             if oc == 0 and 200 <= st < 300 and vr >= 0 and sq >= 0 and rs is not None:
                 out[pos] = (True, {ots[pos]: {"_index": ix_, "_id": id_, "_version": vr,
@@ -295,7 +328,8 @@ def _sink_for(live: Dict[int, _Chunk], shift: int) -> Callable[[Any], None]:
                 out[pos] = _make_result(tuple(col[i] for col in cols), errors.get(i), None,
                                         None)
                 c.bad += 1
-            c.left -= 1
+        if c is not None:
+            c.left -= got
     return sink
 
 
@@ -377,6 +411,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     ignore_status = tuple(ignore_status)
     kwargs = dict(kwargs)
     yield_action = bool(kwargs.pop("yield_action", False))
+    # bulk()'s: a chunk with no failure is yielded as its count, and an
+    # indexed document's item is not made (bulk() only counts them)
+    counts = bool(kwargs.pop("_esbulk_counts", False))
     flush_after = kwargs.pop("flush_after_seconds", None)
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
@@ -386,7 +423,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     live: Dict[int, _Chunk] = {}
     # a document's opaque: its chunk's number << shift | its position
     shift = max(1, int(chunk_size)).bit_length()
-    ix._sink = _sink_for(live, shift)
+    ix._sink = _sink_for(live, shift, counts)
     next_chunk = iter(range(1 << 62)).__next__
     clean = False
     reader: Optional[_Reader] = None
@@ -399,7 +436,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             c = chunks.popleft()
             del live[c.no]
             if c.bad == 0 and c.actions is None:
-                if yield_ok:
+                if counts:
+                    yield c.n
+                elif yield_ok:
                     yield from c.out
                 continue
             for k, ok, info in _chunk_outcomes(c, raise_on_error, raise_on_exception,
@@ -625,8 +664,13 @@ def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
         raise TypeError("esbulk.helpers.bulk: yield_action is for streaming_bulk and "
                         "parallel_bulk (bulk returns counts and errors)")
     kwargs["yield_ok"] = True
-    for ok, item in streaming_bulk(client, actions, *args,  # type: ignore[misc]
-                                   ignore_status=ignore_status, **kwargs):
+    kwargs["_esbulk_counts"] = True
+    for x in streaming_bulk(client, actions, *args,  # type: ignore[misc]
+                            ignore_status=ignore_status, **kwargs):
+        if type(x) is int:  # a chunk with no failure
+            success += x
+            continue
+        ok, item = x
         if not ok:
             if not stats_only:
                 errors.append(item)
