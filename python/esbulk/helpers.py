@@ -41,7 +41,8 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 from . import _clib
 from ._clib import lib
 from ._indexer import Indexer, Result, _dumps, _make_result, encode_body
-from .errors import BulkIndexError, TransportError
+from . import errors as _errors
+from .errors import TransportError
 
 __all__ = ["bulk", "streaming_bulk", "parallel_bulk", "expand_action", "BulkIndexError",
            "client_conf"]
@@ -146,14 +147,16 @@ _FAST_META = frozenset(("_index", "_id"))
 class _Chunk:
     """One chunk of actions, from its submission to its last yield.
 
-    out[k]: the outcome of action k once its result came: (True, {op_type:
-    item}) for an indexed document with a 2xx status, made straight from the
-    pulled batch's columns, else its Result (bad counts those). metas[k]:
+    out[k]: the outcome of action k once its result came: True for an indexed
+    document with a 2xx status (its item's fields in the columns cols, kept
+    only when the items are yielded: no per-document object is held, so the
+    garbage collector has nothing more to walk), else its Result (bad counts
+    those). metas[k]:
     the action's meta dict, or for an action with no meta key but _index /
     _id (the common case: no dict made) a mask of which it had (1 _index, 2
     _id); idxs / ids: the index it goes to and its raw _id."""
     __slots__ = ("no", "n", "left", "bad", "out", "op_types", "metas", "datas", "idxs", "ids",
-                 "actions")
+                 "actions", "cols")
 
     def __init__(self, no: int, op_types: List[str], metas: List[Any], datas: List[Any],
                  idxs: List[Any], ids: List[Any], actions: Optional[List[Any]]) -> None:
@@ -164,6 +167,20 @@ class _Chunk:
         self.op_types, self.metas, self.datas = op_types, metas, datas
         self.idxs, self.ids = idxs, ids
         self.actions = actions  # the caller's own action objects (yield_action)
+        # _index, _id, _version, result, _seq_no, _primary_term, status
+        self.cols: Optional[List[List[Any]]] = None
+
+    def item(self, k: int) -> Dict[str, Any]:
+        """The item of indexed document k, from the columns."""
+        ix_, id_, vr, rs, sq, pt, st = (col[k] for col in self.cols)  # type: ignore[union-attr]
+        return {"_index": ix_, "_id": id_, "_version": vr, "result": rs, "_seq_no": sq,
+                "_primary_term": pt, "status": st}
+
+    def items(self) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+        """(True, {op_type: item}) of every action, all indexed."""
+        for op, ix_, id_, vr, rs, sq, pt, st in zip(self.op_types, *self.cols):  # type: ignore
+            yield True, {op: {"_index": ix_, "_id": id_, "_version": vr, "result": rs,
+                              "_seq_no": sq, "_primary_term": pt, "status": st}}
 
     def meta(self, k: int) -> Dict[str, Any]:
         """Action k's meta, as expand_action gives it."""
@@ -235,11 +252,9 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
     errors: List[Dict[str, Any]] = []
     op_types, datas = chunk.op_types, chunk.datas
     for k, r in enumerate(chunk.out):
-        if type(r) is tuple:  # indexed, 2xx: made when its result came
-            yield k, True, r[1]
-            continue
-        if r is True:  # the same, counted only (bulk())
-            yield k, True, None  # type: ignore[misc]
+        if r is True:  # indexed, 2xx (bulk() counts them: no item)
+            yield k, True, (None if chunk.cols is None  # type: ignore[misc]
+                            else {op_types[k]: chunk.item(k)})
             continue
         if r is None:  # pragma: no cover - a chunk is read only once it is complete
             raise RuntimeError("esbulk: a result is missing")
@@ -264,68 +279,54 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
         if ok or not errors:
             yield k, ok, {op_type: item}
     if errors:
-        raise BulkIndexError("%i document(s) failed to index." % len(errors), errors)
+        raise _errors.bulk_index_error()("%i document(s) failed to index." % len(errors),
+                                         errors)  # type: ignore[call-arg]
 
 
 def _sink_for(live: Dict[int, _Chunk], shift: int, counts: bool) -> Callable[[Any], None]:
     """The Indexer's sink: each pulled batch's results into their chunks
     (live: chunk number -> chunk; a document's opaque is its chunk's number
-    << shift | its position). An indexed document with a 2xx status becomes
-    its (True, {op_type: item}) at once, from the columns (counts: True);
-    any other keeps its Result."""
+    << shift | its position). An indexed document with a 2xx status (the
+    common case) is marked True, its item's fields stored in the chunk's
+    columns (unless counts: bulk() only counts them); any other keeps its
+    Result."""
     mask = (1 << shift) - 1
-
-    def count_sink(b: Any) -> None:
-        cols = b.cols
-        cno = -1
-        c: Any = None
-        out: List[Any] = []
-        got = 0
-        for i, (o, oc, st) in enumerate(zip(b.opaques, cols[0], cols[3])):
-            no = o >> shift
-            if no != cno:
-                if c is not None:
-                    c.left -= got
-                c = live[no]
-                cno, out, got = no, c.out, 0
-            got += 1
-            if oc == 0 and 200 <= st < 300:
-                out[o & mask] = True
-            else:
-                out[o & mask] = _make_result(tuple(col[i] for col in cols), b.errors.get(i),
-                                             None, None)
-                c.bad += 1
-        if c is not None:
-            c.left -= got
-
-    if counts:
-        return count_sink
 
     def sink(b: Any) -> None:
         cols = b.cols
-        errors = b.errors
         cno = -1
         c: Any = None
         out: List[Any] = []
-        ots: List[str] = []
         got = 0
-        for i, (o, oc, st, vr, rs, sq, pt, ix_, id_) in enumerate(zip(
-                b.opaques, cols[0], cols[3], cols[8], cols[11], cols[6], cols[7], cols[9],
+        ci = cd = cv = cr = cs = cp = ct = out
+        for i, (o, oc, st, vr, sq, rs, pt, ix_, id_) in enumerate(zip(
+                b.opaques, cols[0], cols[3], cols[8], cols[6], cols[11], cols[7], cols[9],
                 cols[10])):
             no = o >> shift
             if no != cno:
                 if c is not None:
                     c.left -= got
                 c = live[no]
-                cno, out, ots, got = no, c.out, c.op_types, 0
+                cno, out, got = no, c.out, 0
+                if not counts:
+                    if c.cols is None:
+                        c.cols = [[None] * c.n for _ in range(7)]
+                    ci, cd, cv, cr, cs, cp, ct = c.cols
             got += 1
             pos = o & mask
-            if oc == 0 and 200 <= st < 300 and vr >= 0 and sq >= 0 and rs is not None:
-                out[pos] = (True, {ots[pos]: {"_index": ix_, "_id": id_, "_version": vr,
-                                              "result": rs, "_seq_no": sq,
-                                              "_primary_term": pt, "status": st}})
+            if oc == 0 and 200 <= st < 300 and (counts or (vr >= 0 and sq >= 0 and
+                                                           rs is not None)):
+                out[pos] = True
+                if not counts:
+                    ci[pos] = ix_
+                    cd[pos] = id_
+                    cv[pos] = vr
+                    cr[pos] = rs
+                    cs[pos] = sq
+                    cp[pos] = pt
+                    ct[pos] = st
             else:
-                out[pos] = _make_result(tuple(col[i] for col in cols), errors.get(i), None,
+                out[pos] = _make_result(tuple(col[i] for col in cols), b.errors.get(i), None,
                                         None)
                 c.bad += 1
         if c is not None:
@@ -439,7 +440,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 if counts:
                     yield c.n
                 elif yield_ok:
-                    yield from c.out
+                    yield from c.items()
                 continue
             for k, ok, info in _chunk_outcomes(c, raise_on_error, raise_on_exception,
                                                ignore_status):
@@ -650,6 +651,12 @@ def _encode_ids(ids: List[Any]) -> Optional[List[Optional[bytes]]]:
 
 
 _IDLE = object()  # source(): no action yet, the results may be served
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BulkIndexError":  # made on first use (see esbulk.errors)
+        return _errors.bulk_index_error()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
