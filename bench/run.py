@@ -60,6 +60,8 @@ Contenders (a missing program is listed as missing, the rest still run)
                    switch; bench/peers/esbulk_py.py), action dicts from
                    json.loads per line, as os-py's
   esbulk-py-bulk-bytes    the same, each line as a bytes _source
+  esbulk-py-streaming     helpers.streaming_bulk on those dicts, every
+                          (ok, {op: item}) iterated (as os-py-parallel's)
   esbulk-py-indexer       esbulk.Indexer.add_many, chunks of --batch dicts
   esbulk-py-indexer-bytes the same with the lines as bytes
   esbulk-go        the esbulk Go module's BulkIndexer (bench/peers/esbulk_go,
@@ -159,11 +161,12 @@ MAPPINGS = {
 # name -> (family, description)
 CONTENDERS = [
     "esbulk-node", "esbulk-node-fo", "esbulk-shard", "esbulk-off", "esbulk-off-fo", "esbulk-node-none",
-    "esbulk-py-bulk", "esbulk-py-bulk-bytes", "esbulk-py-indexer", "esbulk-py-indexer-bytes",
-    "esbulk-go", "os-py-parallel", "os-py-streaming", "os-go", "limit",
+    "esbulk-py-bulk", "esbulk-py-bulk-bytes", "esbulk-py-streaming", "esbulk-py-indexer",
+    "esbulk-py-indexer-bytes", "esbulk-go", "os-py-parallel", "os-py-streaming", "os-go", "limit",
 ]
 # the language packages' contenders (bench/peers/esbulk_py.py, esbulk_go)
 PY_MODES = {"esbulk-py-bulk": "bulk", "esbulk-py-bulk-bytes": "bulk-bytes",
+            "esbulk-py-streaming": "streaming",
             "esbulk-py-indexer": "indexer", "esbulk-py-indexer-bytes": "indexer-bytes"}
 BASELINE = "esbulk-off"
 ROUTED = "esbulk-node"

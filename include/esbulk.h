@@ -303,6 +303,35 @@ ESBULK_EXTERN int32_t esbulk_result_attempts(const esbulk_result_t *result);
  * dead-letter output; NULL otherwise (and for a delete). */
 ESBULK_EXTERN const char *esbulk_result_body(const esbulk_result_t *result, size_t *len);
 
+/* Many results' fields in one call (for bindings: one crossing per batch of
+ * results instead of one per field and result). For results[i], i in
+ * [0, count):
+ *   opaques[i] = its opaque (opaques may be NULL: not read);
+ *   ints[i * ESBULK_RESULT_INTS + k]: k = 0 outcome, 1 err, 2 op, 3 status,
+ *     4 attempts, 5 flags (ESBULK_RESULT_NO_*: which strings are NULL);
+ *   longs[i * ESBULK_RESULT_LONGS + k]: k = 0 _seq_no, 1 _primary_term,
+ *     2 _version;
+ *   strs: its index, _id and result ("created", ...), each NUL-terminated
+ *     ("" when NULL, see flags), appended from strs[0] on; *strs_len (may be
+ *     NULL) the bytes used. strs may be NULL with strs_size 0: no strings.
+ * The values are those of the single accessors above; the error type and
+ * reason and the body are not included (read them with those accessors).
+ * Returns how many results were read: count, or fewer when the next one's
+ * strings do not fit in strs_size (0 if even the first's do not: a bigger
+ * strs is needed); read the rest by calling again from results + that
+ * number. ESBULK_ERR_INVALID_ARG when results, ints or longs is NULL (with
+ * count > 0) or an element of results is NULL. Thread-safe on the results
+ * while they are valid, as the single accessors are; it writes only the
+ * caller's arrays. */
+#define ESBULK_RESULT_INTS 6
+#define ESBULK_RESULT_LONGS 3
+#define ESBULK_RESULT_NO_INDEX 1
+#define ESBULK_RESULT_NO_ID 2
+#define ESBULK_RESULT_NO_RESULT 4
+ESBULK_EXTERN int64_t esbulk_results_read(const esbulk_result_t *const *results, size_t count,
+                                          void **opaques, int32_t *ints, int64_t *longs,
+                                          char *strs, size_t strs_size, size_t *strs_len);
+
 /* One result at a time. */
 typedef void (esbulk_result_cb_t)(esbulk_t *eb, const esbulk_result_t *result, void *opaque);
 /* A batch of results (for bindings: one crossing per batch). When set, it is

@@ -48,6 +48,69 @@ const char *esbulk_result_body(const esbulk_result_t *r, size_t *len)
     return nl + 1;
 }
 
+/* One string into strs at *off with its NUL ("" for NULL); 0 if it does not fit. */
+static int put_str(char *strs, size_t size, size_t *off, const char *s)
+{
+    size_t len = s != NULL ? strlen(s) : 0;
+
+    if (size - *off < len + 1)
+        return 0;
+    if (len > 0)
+        memcpy(strs + *off, s, len);
+    strs[*off + len] = '\0';
+    *off += len + 1;
+    return 1;
+}
+
+int64_t esbulk_results_read(const esbulk_result_t *const *results, size_t count, void **opaques,
+                            int32_t *ints, int64_t *longs, char *strs, size_t strs_size,
+                            size_t *strs_len)
+{
+    size_t i, off = 0;
+
+    if (strs_len != NULL)
+        *strs_len = 0;
+    if (count == 0)
+        return 0;
+    if (results == NULL || ints == NULL || longs == NULL || (strs == NULL && strs_size > 0))
+        return ESBULK_ERR_INVALID_ARG;
+    for (i = 0; i < count; i++)
+        if (results[i] == NULL)
+            return ESBULK_ERR_INVALID_ARG;
+    for (i = 0; i < count; i++) {
+        const esbulk_result_t *r = results[i];
+        const char *index = esbulk_result_index(r), *id = esbulk_result_id(r);
+        const char *result = esbulk_result_result(r);
+        int32_t *in = ints + i * ESBULK_RESULT_INTS;
+        int64_t *lo = longs + i * ESBULK_RESULT_LONGS;
+
+        if (strs != NULL) {
+            size_t save = off;
+
+            if (!put_str(strs, strs_size, &off, index) || !put_str(strs, strs_size, &off, id) ||
+                !put_str(strs, strs_size, &off, result)) {
+                off = save;
+                break;
+            }
+        }
+        if (opaques != NULL)
+            opaques[i] = r->opaque;
+        in[0] = (int32_t)r->outcome;
+        in[1] = (int32_t)r->err;
+        in[2] = (int32_t)r->op;
+        in[3] = r->status;
+        in[4] = r->attempts;
+        in[5] = (index == NULL ? ESBULK_RESULT_NO_INDEX : 0) | (id == NULL ? ESBULK_RESULT_NO_ID : 0) |
+                (result == NULL ? ESBULK_RESULT_NO_RESULT : 0);
+        lo[0] = r->seq_no;
+        lo[1] = r->primary_term;
+        lo[2] = r->version;
+    }
+    if (strs_len != NULL)
+        *strs_len = off;
+    return (int64_t)i;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Lifecycle */
 

@@ -264,6 +264,102 @@ START_TEST(test_fields_until_release)
 }
 END_TEST
 
+/* esbulk_results_read: the fields of a pulled batch in one call equal the
+ * single accessors'; a strs too small for all stops before the result that
+ * does not fit, and the rest is read from there; misuse is refused. */
+START_TEST(test_results_read)
+{
+    esbulk_t *eb = dead_handle(PULL, "600000", "1000");
+    const esbulk_result_t *out[64];
+    void *opq[64];
+    int32_t ints[64 * ESBULK_RESULT_INTS];
+    int64_t longs[64 * ESBULK_RESULT_LONGS];
+    char strs[4096], small[40];
+    size_t used = 1, off;
+    int32_t n;
+    int64_t got, done;
+    int i;
+
+    add_docs(30);
+    ck_assert_int_eq(esbulk_flush(eb, 5000), ESBULK_OK);
+    n = esbulk_poll_results(eb, out, 64, 0);
+    ck_assert_int_eq(n, 30);
+    ck_assert_int_eq(esbulk_results_read(out, (size_t)n, opq, ints, longs, strs, sizeof(strs),
+                                         &used), n);
+    off = 0;
+    for (i = 0; i < n; i++) {
+        const int32_t *in = ints + i * ESBULK_RESULT_INTS;
+        const int64_t *lo = longs + i * ESBULK_RESULT_LONGS;
+
+        count(out[i]);
+        assert_result(out[i], 0);
+        ck_assert_ptr_eq(opq[i], esbulk_result_opaque(out[i]));
+        ck_assert_int_eq(in[0], esbulk_result_outcome(out[i]));
+        ck_assert_int_eq(in[1], esbulk_result_err(out[i]));
+        ck_assert_int_eq(in[2], esbulk_result_op(out[i]));
+        ck_assert_int_eq(in[3], esbulk_result_status(out[i]));
+        ck_assert_int_eq(in[4], esbulk_result_attempts(out[i]));
+        ck_assert_int_eq(in[5], ESBULK_RESULT_NO_RESULT); /* index and id set, no result */
+        ck_assert_int_eq(lo[0], esbulk_result_seq_no(out[i]));
+        ck_assert_int_eq(lo[1], esbulk_result_primary_term(out[i]));
+        ck_assert_int_eq(lo[2], esbulk_result_version(out[i]));
+        ck_assert_str_eq(strs + off, esbulk_result_index(out[i]));
+        off += strlen(strs + off) + 1;
+        ck_assert_str_eq(strs + off, esbulk_result_id(out[i]));
+        off += strlen(strs + off) + 1;
+        ck_assert_str_eq(strs + off, ""); /* NULL result */
+        off += 1;
+    }
+    ck_assert_uint_eq(used, off);
+    /* "idx", "dN" or "dNN", "": at most 9 bytes a result: 40 bytes hold 4 */
+    done = 0;
+    while (done < n) {
+        got = esbulk_results_read(out + done, (size_t)(n - done), opq, ints, longs, small,
+                                  sizeof(small), &used);
+        ck_assert_int_ge(got, 4);
+        ck_assert_int_le(got, 5);
+        ck_assert_uint_le(used, sizeof(small));
+        for (i = 0; i < got; i++) {
+            const char *idp = small + strlen(small) + 1; /* the first result's id */
+
+            ck_assert_ptr_eq(opq[i], esbulk_result_opaque(out[done + i]));
+            if (i == 0)
+                ck_assert_str_eq(idp, esbulk_result_id(out[done]));
+        }
+        done += got;
+        if (n - done < 4)
+            break;
+    }
+    ck_assert_int_eq(esbulk_results_read(out + done, (size_t)(n - done), NULL, ints, longs,
+                                         small, sizeof(small), &used), n - done);
+    /* too small for the first: 0, nothing used */
+    ck_assert_int_eq(esbulk_results_read(out, (size_t)n, opq, ints, longs, small, 5, &used), 0);
+    ck_assert_uint_eq(used, 0);
+    /* no strings: all read */
+    ck_assert_int_eq(esbulk_results_read(out, (size_t)n, NULL, ints, longs, NULL, 0, NULL), n);
+    ck_assert_int_eq(ints[(n - 1) * ESBULK_RESULT_INTS + 1], esbulk_result_err(out[n - 1]));
+    /* misuse */
+    ck_assert_int_eq(esbulk_results_read(NULL, 1, opq, ints, longs, NULL, 0, NULL),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_results_read(out, 1, opq, NULL, longs, NULL, 0, NULL),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_results_read(out, 1, opq, ints, NULL, NULL, 0, NULL),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_results_read(out, 1, opq, ints, longs, NULL, 10, NULL),
+                     ESBULK_ERR_INVALID_ARG);
+    {
+        const esbulk_result_t *holes[2] = {out[0], NULL};
+
+        ck_assert_int_eq(esbulk_results_read(holes, 2, opq, ints, longs, NULL, 0, NULL),
+                         ESBULK_ERR_INVALID_ARG);
+    }
+    ck_assert_int_eq(esbulk_results_read(NULL, 0, NULL, NULL, NULL, NULL, 0, &used), 0);
+    esbulk_results_release(eb);
+    assert_exactly_once();
+    esbulk_destroy(eb);
+}
+END_TEST
+
 START_TEST(test_timeouts)
 {
     esbulk_t *eb = dead_handle(PULL, "600000", "1000");
@@ -490,6 +586,7 @@ int main(void)
     tcase_add_test(tc, test_misuse_args);
     tcase_add_test(tc, test_batches_exactly_once);
     tcase_add_test(tc, test_fields_until_release);
+    tcase_add_test(tc, test_results_read);
     tcase_add_test(tc, test_timeouts);
     tcase_add_test(tc, test_wait_forever_gets_results);
     tcase_add_test(tc, test_flush_and_poll_keep_results);

@@ -3,14 +3,17 @@
 (bench/run.py), run from the source tree (PYTHONPATH=python/,
 ESBULK_LIBRARY=the build's libesbulk.so; bench/run.py sets both).
 
-    esbulk_py.py --mode bulk|bulk-bytes|indexer|indexer-bytes --url URL
+    esbulk_py.py --mode bulk|bulk-bytes|streaming|indexer|indexer-bytes --url URL
                  --index NAME --file DATA [--ids] [--batch N] [--inflight N]
 
 bulk:          esbulk.helpers.bulk, the one-line switch from opensearch-py:
                the same generator as bench/peers/os_py.py (the file read line
-               by line, json.loads per line, one action dict per document)
+               by line, json.loads per line, one action dict per document);
+               it returns (successes, errors), raise_on_error=False
 bulk-bytes:    the same with each line as the action's _source, as bytes
                (no json.loads, no encoding: sent as it is)
+streaming:     esbulk.helpers.streaming_bulk on the same actions (dicts), each
+               (ok, {op: item}) iterated, as os_py.py does with parallel_bulk
 indexer:       esbulk.Indexer.add_many, chunks of --batch dicts (json.loads
                per line), results counted by a default callback
 indexer-bytes: the same with the lines as bytes
@@ -18,10 +21,14 @@ indexer-bytes: the same with the lines as bytes
 chunk_size / flush.docs = --batch, max.inflight.per.node = --inflight, node
 routing. Prints one JSON line {"docs":N,"seconds":S,"failed":F,...} with
 the Python side's CPU split where it can be measured: decode_ns_per_doc
-(json.loads of the lines, measured apart on the first 20,000) and, for the
-Indexer modes, add_ns_per_doc (CPU of the add_many calls: encoding and the
-crossing) and the engine's share (the rest of the process CPU: libesbulk's
-I/O thread and the results). Exits non-zero if any document failed.
+(json.loads of the lines, measured apart on the first 2,000: the sample
+counts in the client CPU too, so it is kept small),
+encode_ns_per_doc (the package's encoding of those dicts, measured apart),
+main_thread_ns_per_doc (the calling thread: this script, the encoding, the
+calls into the library and the library's work on the caller's side) and
+engine_ns_per_doc (the rest of the process CPU: libesbulk's I/O thread), and
+for the Indexer modes add_ns_per_doc (CPU of the add_many calls: encoding and
+the crossing). Exits non-zero if any document failed.
 """
 import argparse
 import json
@@ -31,6 +38,7 @@ import time
 
 import esbulk
 from esbulk import helpers
+from esbulk._indexer import encode_body as esbulk_encode
 
 
 def lines(path):
@@ -48,7 +56,8 @@ def cpu():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("bulk", "bulk-bytes", "indexer", "indexer-bytes"),
+    ap.add_argument("--mode", choices=("bulk", "bulk-bytes", "streaming", "indexer",
+                                       "indexer-bytes"),
                     required=True)
     ap.add_argument("--url", default="http://127.0.0.1:19200")
     ap.add_argument("--index", required=True)
@@ -63,36 +72,51 @@ def main():
             "flush.bytes": 1 << 30, "buffer.max.bytes": 1 << 30}
     out = {"mode": a.mode, "json": esbulk.JSON_ENCODER}
 
-    # json.loads alone, on the first 20,000 lines: the decode share
+    # json.loads alone, on the first 2,000 lines: the decode share
     sample = []
     for k, line in enumerate(lines(a.file)):
-        if k == 20000:
+        if k == 2000:
             break
         sample.append(line)
     c0 = time.process_time()
     for line in sample:
         json.loads(line)
     out["decode_ns_per_doc"] = (time.process_time() - c0) * 1e9 / max(1, len(sample))
+    if not raw:  # the package's own encoding of those dicts (orjson or json)
+        dicts = [json.loads(line) for line in sample]
+        c0 = time.process_time()
+        for d in dicts:
+            esbulk_encode(d)
+        out["encode_ns_per_doc"] = (time.process_time() - c0) * 1e9 / max(1, len(dicts))
+        del dicts
     del sample
 
     docs = failed = 0
     first_error = None
-    t0, cpu0 = time.monotonic(), cpu()
-    if a.mode.startswith("bulk"):
+    t0, cpu0, main0 = time.monotonic(), cpu(), time.thread_time()
+    if not a.mode.startswith("indexer"):
         def actions():
             for k, line in enumerate(lines(a.file), 1):
                 act = {"_index": a.index, "_source": line if raw else json.loads(line)}
                 if a.ids:
                     act["_id"] = str(k)
                 yield act
-        for ok, item in helpers.streaming_bulk(a.url, actions(), chunk_size=a.batch,
-                                               raise_on_error=False, raise_on_exception=False,
-                                               esbulk_conf=conf):
-            docs += 1
-            if not ok:
-                failed += 1
-                if first_error is None:
-                    first_error = json.dumps(item, default=str)[:300]
+        if a.mode == "streaming":
+            for ok, item in helpers.streaming_bulk(a.url, actions(), chunk_size=a.batch,
+                                                   raise_on_error=False,
+                                                   raise_on_exception=False, esbulk_conf=conf):
+                docs += 1
+                if not ok:
+                    failed += 1
+                    if first_error is None:
+                        first_error = json.dumps(item, default=str)[:300]
+        else:  # what a script that calls helpers.bulk gets: counts and the errors
+            n_ok, errors = helpers.bulk(a.url, actions(), chunk_size=a.batch,
+                                        raise_on_error=False, raise_on_exception=False,
+                                        esbulk_conf=conf)
+            docs, failed = n_ok + len(errors), len(errors)
+            if errors:
+                first_error = json.dumps(errors[0], default=str)[:300]
     else:
         res = {"n": 0, "bad": 0, "first": None}
 
@@ -125,7 +149,13 @@ def main():
         docs, failed, first_error = res["n"], res["bad"], res["first"]
         out["add_ns_per_doc"] = add_cpu * 1e9 / max(1, docs)
     secs = time.monotonic() - t0
+    main = time.thread_time() - main0
     out["cpu_ns_per_doc"] = (cpu() - cpu0) * 1e9 / max(1, docs)
+    # this (the calling) thread: the script, encoding, the calls into the
+    # library and its work on the caller's side; the rest of the process:
+    # libesbulk's I/O thread (requests, answers, routing, retries)
+    out["main_thread_ns_per_doc"] = main * 1e9 / max(1, docs)
+    out["engine_ns_per_doc"] = out["cpu_ns_per_doc"] - out["main_thread_ns_per_doc"]
     out.update({"docs": docs, "seconds": secs, "failed": failed, "inflight": a.inflight})
     if first_error:
         out["first_error"] = first_error

@@ -8,10 +8,12 @@ OpenSearch and Elasticsearch, over the libesbulk C library.
 esbulk.helpers holds drop-in replacements of opensearch-py's and
 elasticsearch-py's bulk helpers (bulk, streaming_bulk).
 """
+from typing import Any
+
 from ._clib import lib as _lib
 from ._indexer import JSON_ENCODER, Indexer, Result
-from .errors import (BulkIndexError, ConfigError, EsbulkError, InvalidDocumentError,
-                     QueueFullError, TransportError)
+from . import errors as _errors
+from .errors import ConfigError, EsbulkError, InvalidDocumentError, QueueFullError, TransportError
 
 __version__ = "0.1.0"
 
@@ -19,6 +21,12 @@ __version__ = "0.1.0"
 def library_version() -> str:
     """The version of the libesbulk that was loaded."""
     return str(_lib.esbulk_version_str().decode())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BulkIndexError":  # made on first use (see esbulk.errors)
+        return _errors.bulk_index_error()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def library_path() -> str:

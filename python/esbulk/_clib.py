@@ -9,6 +9,7 @@ every place tried and why it failed.
 ctypes' CDLL releases the GIL around every foreign call, so the library's
 waits (esbulk_poll_results, esbulk_flush) let other Python threads run.
 """
+import array
 import ctypes
 import ctypes.util
 import glob
@@ -81,6 +82,30 @@ _SIGNATURES = (
     ("esbulk_result_attempts", c_int32, c_void_p),
     ("esbulk_result_body", c_void_p, c_void_p, POINTER(c_size_t)),
 )
+# Newer than the rest: used when present (a library without it is read one
+# accessor call at a time, as before).
+_OPTIONAL = (
+    ("esbulk_results_read", ctypes.c_int64, c_void_p, c_size_t, c_void_p, c_void_p, c_void_p,
+     c_void_p, c_size_t, POINTER(c_size_t)),
+)
+RESULT_INTS = 6     # ESBULK_RESULT_INTS
+RESULT_LONGS = 3    # ESBULK_RESULT_LONGS
+RESULT_NO_INDEX, RESULT_NO_ID, RESULT_NO_RESULT = 1, 2, 4
+
+
+def _typecode(size: int) -> str:
+    """The array module's unsigned type code of this many bytes."""
+    for t in "BHILQ":
+        if array.array(t).itemsize == size:
+            return t
+    raise ImportError("esbulk: no array type code of %d bytes" % size)
+
+
+# array.array type codes of a pointer and of a size_t: lists become C arrays
+# with array.array(...) (a C loop) and (T * n).from_buffer(), no per-element
+# ctypes conversion.
+PTR_CODE = _typecode(ctypes.sizeof(c_void_p))
+SIZE_CODE = _typecode(ctypes.sizeof(c_size_t))
 
 
 def _candidates() -> List[str]:
@@ -119,6 +144,11 @@ def _load() -> ctypes.CDLL:
             f.restype = restype
             f.argtypes = argtypes
         else:
+            for name, restype, *argtypes in _OPTIONAL:
+                f = getattr(lib, name, None)
+                if f is not None:
+                    f.restype = restype
+                    f.argtypes = argtypes
             lib.esbulk_path = path  # type: ignore[attr-defined]
             return lib
     raise ImportError("esbulk: libesbulk not found; tried $ESBULK_LIBRARY (%s), the package's "
@@ -128,6 +158,7 @@ def _load() -> ctypes.CDLL:
 
 
 lib = _load()
+HAVE_RESULTS_READ = hasattr(lib, "esbulk_results_read")
 
 
 def err2str(err: int) -> str:

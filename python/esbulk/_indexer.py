@@ -1,4 +1,5 @@
 """esbulk.Indexer: the producer object over libesbulk's pull API."""
+import array
 import collections
 import ctypes
 import itertools
@@ -17,8 +18,7 @@ from .errors import ConfigError, EsbulkError, InvalidDocumentError, QueueFullErr
 try:
     import orjson as _orjson  # type: ignore
 
-    def _dumps(obj: Any) -> bytes:
-        return _orjson.dumps(obj)  # type: ignore[no-any-return]
+    _dumps: Callable[[Any], bytes] = _orjson.dumps  # called per document: no wrapper
     JSON_ENCODER = "orjson"
 except ImportError:  # pragma: no cover - depends on what is installed
     _json_enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -114,54 +114,104 @@ class Result:
     ...), seq_no, primary_term, version (-1 when absent), attempts; body: the
     document as sent, only with result.keep_body and only when not indexed;
     context: the object given to add().
+
+    The fields are read from the library a batch at a time and kept in one
+    tuple (a result costs one object, not one attribute per field); they are
+    read-only.
     """
-    __slots__ = ("outcome_code", "error", "op", "index", "id", "status", "error_type",
-                 "reason", "result", "seq_no", "primary_term", "version", "attempts", "body",
-                 "context", "_cb")
-    outcome_code: int
-    error: int
-    op: str
-    index: Optional[str]
-    id: Optional[str]
-    status: int
-    error_type: Optional[str]
-    reason: Optional[str]
-    result: Optional[str]
-    seq_no: int
-    primary_term: int
-    version: int
-    attempts: int
-    body: Optional[bytes]
+    __slots__ = ("_f", "_e", "context", "_cb")
+    # _f: (outcome, err, op, status, attempts, flags, seq_no, primary_term,
+    #      version, index, id, result); _e: (error_type, reason, body) or None
+    _f: Tuple[Any, ...]
+    _e: Optional[Tuple[Optional[str], Optional[str], Optional[bytes]]]
     context: Any
     _cb: Optional[ResultCallback]
 
     @property
+    def outcome_code(self) -> int:
+        return self._f[0]  # type: ignore[no-any-return]
+
+    @property
+    def error(self) -> int:
+        return self._f[1]  # type: ignore[no-any-return]
+
+    @property
+    def op(self) -> str:
+        return _clib.OP_NAMES[self._f[2]]
+
+    @property
+    def status(self) -> int:
+        return self._f[3]  # type: ignore[no-any-return]
+
+    @property
+    def attempts(self) -> int:
+        return self._f[4]  # type: ignore[no-any-return]
+
+    @property
+    def seq_no(self) -> int:
+        return self._f[6]  # type: ignore[no-any-return]
+
+    @property
+    def primary_term(self) -> int:
+        return self._f[7]  # type: ignore[no-any-return]
+
+    @property
+    def version(self) -> int:
+        return self._f[8]  # type: ignore[no-any-return]
+
+    @property
+    def index(self) -> Optional[str]:
+        return self._f[9]  # type: ignore[no-any-return]
+
+    @property
+    def id(self) -> Optional[str]:
+        return self._f[10]  # type: ignore[no-any-return]
+
+    @property
+    def result(self) -> Optional[str]:
+        return self._f[11]  # type: ignore[no-any-return]
+
+    @property
+    def error_type(self) -> Optional[str]:
+        return None if self._e is None else self._e[0]
+
+    @property
+    def reason(self) -> Optional[str]:
+        return None if self._e is None else self._e[1]
+
+    @property
+    def body(self) -> Optional[bytes]:
+        return None if self._e is None else self._e[2]
+
+    @property
     def ok(self) -> bool:
-        return self.outcome_code == _clib.OUTCOME_INDEXED
+        return self._f[0] == _clib.OUTCOME_INDEXED  # type: ignore[no-any-return]
 
     @property
     def outcome(self) -> str:
-        return _OUTCOMES[self.outcome_code] if 0 <= self.outcome_code < 3 else "unknown"
+        oc = self._f[0]
+        return _OUTCOMES[oc] if 0 <= oc < 3 else "unknown"
 
     @property
     def error_name(self) -> str:
-        return _clib.err2str(self.error)
+        return _clib.err2str(self._f[1])
 
     def item(self) -> Dict[str, Any]:
         """The result as the item of a _bulk answer (what opensearch-py's helpers yield)."""
-        it: Dict[str, Any] = {"_index": self.index, "_id": self.id}
-        if self.ok:
-            if self.version >= 0:
-                it["_version"] = self.version
-            if self.result is not None:
-                it["result"] = self.result
-            if self.seq_no >= 0:
-                it["_seq_no"] = self.seq_no
-                it["_primary_term"] = self.primary_term
-            it["status"] = self.status
+        f = self._f
+        it: Dict[str, Any] = {"_index": f[9], "_id": f[10]}
+        if f[0] == _clib.OUTCOME_INDEXED:
+            if f[8] >= 0:
+                it["_version"] = f[8]
+            if f[11] is not None:
+                it["result"] = f[11]
+            if f[6] >= 0:
+                it["_seq_no"] = f[6]
+                it["_primary_term"] = f[7]
+            it["status"] = f[3]
             return it
-        it["status"] = self.status if self.status else 500
-        if self.error == _clib.ERR_ITEM:
+        it["status"] = f[3] if f[3] else 500
+        if f[1] == _clib.ERR_ITEM:
             it["error"] = _server_error(self.error_type, self.reason)
         else:
             it["error"] = {"type": self.error_type or "esbulk_error",
@@ -173,6 +223,16 @@ class Result:
         return "<esbulk.Result %s %s %s/%s status=%d%s>" % (
             self.outcome, self.op, self.index, self.id, self.status,
             "" if self.ok else " %s: %s" % (self.error_type, self.reason))
+
+
+_new_result = object.__new__
+
+
+def _make_result(f: Tuple[Any, ...], e: Any, cb: Optional[ResultCallback],
+                 context: Any) -> Result:
+    r = _new_result(Result)
+    r._f, r._e, r._cb, r.context = f, e, cb, context
+    return r
 
 
 _CAUSED_BY = re.compile(r"^(.*) \(caused by ([A-Za-z0-9_.]+): (.*)\)$", re.S)
@@ -189,47 +249,214 @@ def _server_error(etype: Optional[str], reason: Optional[str]) -> Dict[str, Any]
     return e
 
 
-def _read_results(out: Any, n: int, tokens: Dict[int, Tuple[Any, Any]],
-                  default_cb: Optional[ResultCallback], keep_body: bool) -> List[Result]:
+_PSZ = ctypes.sizeof(c_void_p)
+
+
+class _Batch:
+    """One pulled batch, read: the fields of results [0, n) as columns
+    (lists) in the order of _f, opaques (ints, 0 for none), and the error
+    fields of the results not indexed {position: (error_type, reason, body)}."""
+    __slots__ = ("n", "cols", "opaques", "errors")
+
+    def __init__(self, n: int, cols: List[List[Any]], opaques: List[int],
+                 errors: Dict[int, Tuple[Optional[str], Optional[str], Optional[bytes]]]
+                 ) -> None:
+        self.n, self.cols, self.opaques, self.errors = n, cols, opaques, errors
+
+    def rows(self) -> Iterable[Tuple[Any, ...]]:
+        return zip(*self.cols)
+
+
+def _error_fields(p: int, keep_body: bool, blen: Any) -> Tuple[Optional[str], Optional[str],
+                                                               Optional[bytes]]:
     L = lib
+    body = None
+    if keep_body:
+        bp = L.esbulk_result_body(p, byref(blen))
+        if bp:
+            body = ctypes.string_at(bp, blen.value)
+    return (_clib.dec(L.esbulk_result_error_type(p)), _clib.dec(L.esbulk_result_error_reason(p)),
+            body)
+
+
+class _Reader:
+    """Reads a pulled batch with esbulk_results_read: one call into the
+    library for all its fields (about a dozen per result otherwise); the
+    columns come out of the C arrays with memoryview.tolist() and str.split,
+    C loops with no Python step per value."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.addr = ctypes.addressof(out)
+        self.opq = (c_void_p * POLL_BATCH)()
+        self.ints = (c_int32 * (POLL_BATCH * _clib.RESULT_INTS))()
+        self.longs = (ctypes.c_int64 * (POLL_BATCH * _clib.RESULT_LONGS))()
+        self.m_opq = memoryview(self.opq).cast("B").cast("P")
+        self.m_ints = memoryview(self.ints).cast("B").cast("i")
+        self.m_longs = memoryview(self.longs).cast("B").cast("q")
+        self.strs = ctypes.create_string_buffer(POLL_BATCH * 64)
+        self.used = c_size_t(0)
+        self.blen = c_size_t(0)
+
+    def read(self, n: int, keep_body: bool) -> _Batch:
+        if not _clib.HAVE_RESULTS_READ:
+            return self._read_each(n, keep_body)
+        cols: List[List[Any]] = [[] for _ in range(12)]
+        opaques: List[int] = []
+        done = 0
+        while done < n:
+            k = lib.esbulk_results_read(self.addr + done * _PSZ, n - done, self.opq, self.ints,
+                                        self.longs, self.strs, len(self.strs), byref(self.used))
+            if k < 0:
+                raise EsbulkError("esbulk_results_read: %s" % _clib.err2str(k), k)
+            if k == 0:  # the strings of one result do not fit: a bigger buffer
+                self.strs = ctypes.create_string_buffer(len(self.strs) * 4)
+                continue
+            opaques += self.m_opq[:k].tolist()
+            iv = self.m_ints[:k * 6].tolist()
+            lv = self.m_longs[:k * 3].tolist()
+            sv = ctypes.string_at(self.strs, self.used.value).decode().split("\0")
+            for j in range(6):
+                cols[j] += iv[j::6]
+            for j in range(3):
+                cols[6 + j] += lv[j::3]
+                cols[9 + j] += sv[j:3 * k:3]
+            done += k
+        flags = cols[5]
+        if any(flags):
+            idx, ids, res = cols[9], cols[10], cols[11]
+            for i, fl in enumerate(flags):
+                if fl:
+                    if fl & _clib.RESULT_NO_INDEX:
+                        idx[i] = None
+                    if fl & _clib.RESULT_NO_ID:
+                        ids[i] = None
+                    if fl & _clib.RESULT_NO_RESULT:
+                        res[i] = None
+        errors = {}
+        if any(cols[0]):
+            out = self.out
+            for i, oc in enumerate(cols[0]):
+                if oc != _clib.OUTCOME_INDEXED:
+                    errors[i] = _error_fields(out[i], keep_body, self.blen)
+        return _Batch(n, cols, opaques, errors)
+
+    def _read_each(self, n: int, keep_body: bool) -> _Batch:
+        """A library without esbulk_results_read: one accessor call per field."""
+        L = lib
+        cols: List[List[Any]] = [[] for _ in range(12)]
+        opaques: List[int] = []
+        errors = {}
+        for i in range(n):
+            p = self.out[i]
+            vals = [L.esbulk_result_outcome(p), L.esbulk_result_err(p), L.esbulk_result_op(p),
+                    L.esbulk_result_status(p), L.esbulk_result_attempts(p), 0,
+                    L.esbulk_result_seq_no(p), L.esbulk_result_primary_term(p),
+                    L.esbulk_result_version(p)]
+            for get in (L.esbulk_result_index, L.esbulk_result_id, L.esbulk_result_result):
+                b = get(p)
+                vals.append(b.decode() if b is not None else None)
+            for j, v in enumerate(vals):
+                cols[j].append(v)
+            opaques.append(L.esbulk_result_opaque(p) or 0)
+            if vals[0] != _clib.OUTCOME_INDEXED:
+                errors[i] = _error_fields(p, keep_body, self.blen)
+        return _Batch(n, cols, opaques, errors)
+
+
+def _results(batch: _Batch, tokens: Dict[int, Tuple[Any, Any]],
+             default_cb: Optional[ResultCallback]) -> List[Result]:
+    """The batch as Result objects, each with its callback and context."""
     res = []
-    blen = c_size_t(0)
-    for i in range(n):
-        p = out[i]
-        r = Result()
-        r.outcome_code = oc = L.esbulk_result_outcome(p)
-        r.error = L.esbulk_result_err(p)
-        r.op = _clib.OP_NAMES[L.esbulk_result_op(p)]
-        s = L.esbulk_result_index(p)
-        r.index = s.decode() if s is not None else None
-        s = L.esbulk_result_id(p)
-        r.id = s.decode() if s is not None else None
-        r.status = L.esbulk_result_status(p)
-        if oc == _clib.OUTCOME_INDEXED:
-            r.error_type = r.reason = r.body = None
-        else:
-            r.error_type = _clib.dec(L.esbulk_result_error_type(p))
-            r.reason = _clib.dec(L.esbulk_result_error_reason(p))
-            r.body = None
-            if keep_body:
-                bp = L.esbulk_result_body(p, byref(blen))
-                if bp:
-                    r.body = ctypes.string_at(bp, blen.value)
-        s = L.esbulk_result_result(p)
-        r.result = s.decode() if s is not None else None
-        r.seq_no = L.esbulk_result_seq_no(p)
-        r.primary_term = L.esbulk_result_primary_term(p)
-        r.version = L.esbulk_result_version(p)
-        r.attempts = L.esbulk_result_attempts(p)
-        tok = L.esbulk_result_opaque(p)
+    append = res.append
+    errors = batch.errors
+    pop = tokens.pop
+    new = _new_result
+    for i, (f, tok) in enumerate(zip(batch.rows(), batch.opaques)):
+        r = new(Result)
+        r._f = f
+        r._e = errors.get(i) if errors else None
         if tok:
-            r._cb, r.context = tokens.pop(tok)
-            if r._cb is None:
-                r._cb = default_cb
+            cb, r.context = pop(tok)
+            r._cb = default_cb if cb is None else cb
         else:
             r._cb, r.context = default_cb, None
-        res.append(r)
+        append(r)
     return res
+
+
+# esbulk_add_batch_opts with every array as a plain address (c_void_p): the
+# arrays are array.array buffers (buffer_info()[0]); a function object of its
+# own, so that lib.esbulk_add_batch_opts keeps its typed signature.
+_add_batch_raw = lib["esbulk_add_batch_opts"]
+_add_batch_raw.restype = c_int32
+_add_batch_raw.argtypes = [c_void_p, c_size_t] + [c_void_p] * 10 + [c_void_p, c_char_p,
+                                                                    c_size_t]
+_INT_CODE = "i" if array.array("i").itemsize == 4 else "l"
+
+
+def _at(a: Any, k: int) -> Optional[int]:
+    """The address of element k of an array.array (None for None)."""
+    if a is None:
+        return None
+    return a.buffer_info()[0] + k * a.itemsize  # type: ignore[no-any-return]
+
+
+def _addr(b: bytes) -> int:
+    """The address of a bytes object's own buffer (NUL-terminated)."""
+    return ctypes.cast(c_char_p(b), c_void_p).value or 0
+
+
+def _int_array(v: Union[int, List[int]], n: int) -> "array.array[int]":
+    if isinstance(v, int):
+        return array.array(_INT_CODE, (v,)) * n
+    return array.array(_INT_CODE, v)
+
+
+def _index_array(v: Union[bytes, List[bytes]], n: int, keep: List[Any]) -> "array.array[int]":
+    """Pointers to NUL-terminated index names: one for all, or one each (the
+    same names share one address)."""
+    if isinstance(v, bytes):
+        keep.append(v)
+        return array.array(_clib.PTR_CODE, (_addr(v),)) * n
+    addrs: Dict[bytes, int] = {}
+    for b in set(v):
+        addrs[b] = _addr(b)
+    keep.append(v)
+    return array.array(_clib.PTR_CODE, map(addrs.__getitem__, v))
+
+
+def _bytes_arrays(v: List[Optional[bytes]], keep: List[Any]
+                  ) -> Tuple["array.array[int]", "array.array[int]"]:
+    """(pointers, lengths) of a list of bytes (None: NULL, length 0). When
+    there is no None, the pointers are into one joined copy, made in C loops
+    (join, accumulate, array); else one ctypes conversion per element."""
+    try:
+        big = b"".join(v)  # type: ignore[arg-type]
+    except TypeError:  # a None (or not bytes)
+        lens = array.array(_clib.SIZE_CODE, [len(b) if b else 0 for b in v])
+        ptrs = (c_char_p * len(v))(*v)
+        keep.append(ptrs)
+        return array.array(_clib.PTR_CODE, memoryview(ptrs).cast("B").cast("P")), lens
+    keep.append(big)
+    lens = array.array(_clib.SIZE_CODE, map(len, v))  # type: ignore[arg-type]
+    ptrs_a = array.array(_clib.PTR_CODE, itertools.accumulate(lens, initial=_addr(big)))
+    return ptrs_a, lens
+
+
+def _encode_strs(v: Sequence[Any]) -> List[Optional[bytes]]:
+    """ids / routings -> UTF-8 bytes (None stays None; others through str)."""
+    try:
+        return list(map(str.encode, v))
+    except TypeError:
+        return [None if i is None else str(i).encode("utf-8") for i in v]
+
+
+def _encode_all(bodies: Iterable[Body]) -> List[Optional[bytes]]:
+    """encode_body of each, with the common cases (dict, bytes) inline."""
+    d = _dumps
+    return [b if type(b) is bytes else d(b) if type(b) is dict else encode_body(b)
+            for b in bodies]
 
 
 class Indexer:
@@ -263,6 +490,10 @@ class Indexer:
         self._next_token = itertools.count(1).__next__
         self._ready: Deque[Result] = collections.deque()
         self._out = (c_void_p * POLL_BATCH)()
+        self._reader = _Reader(self._out)
+        # helpers: called with each pulled _Batch instead of making Results
+        # (their opaques are then the helper's own numbers, not tokens)
+        self._sink: Optional[Callable[[_Batch], None]] = None
         self._lock = threading.RLock()   # one poller at a time
         self._index_cache: Dict[str, bytes] = {}
         self._errstr = ctypes.create_string_buffer(1024)
@@ -440,7 +671,7 @@ class Indexer:
         routings and contexts aligned with them when given, and one op and
         on_result for all. Returns how many were added (all of them, or an
         exception is raised whose ``accepted`` says how many were)."""
-        bl = [encode_body(b) for b in bodies]
+        bl = _encode_all(bodies)
         n = len(bl)
         if n == 0:
             return 0
@@ -448,15 +679,14 @@ class Indexer:
         if opc is None:
             raise InvalidDocumentError("unknown op %r" % (op,), _clib.ERR_INVALID_ARG)
         ib = self._index_bytes(index)
-        idl = None if ids is None else [None if i is None else str(i).encode() for i in ids]
-        rtl = None if routings is None else [None if r is None else str(r).encode()
-                                            for r in routings]
+        idl = None if ids is None else _encode_strs(ids)
+        rtl = None if routings is None else _encode_strs(routings)
         if contexts is None and on_result is None:
             toks = None
         else:
             toks = [self._token(on_result, None if contexts is None else contexts[k])
                     for k in range(n)]
-        return self._add_batch([opc] * n, [ib] * n, idl, rtl, bl, None, toks)
+        return self._add_batch(opc, ib, idl, rtl, bl, None, toks)
 
     def add_actions(self, actions: Iterable[Union[Mapping[str, Any], str]], *,
                     on_result: Optional[ResultCallback] = None,
@@ -513,46 +743,52 @@ class Indexer:
                 if o2:
                     lib.esbulk_docopts_destroy(o2)
 
-    def _add_batch(self, ops: List[int], indices: List[bytes], ids: Optional[List[Any]],
-                   routings: Optional[List[Any]], bodies: List[Optional[bytes]],
-                   opts: Optional[List[Optional[int]]], toks: Optional[List[Optional[int]]]
-                   ) -> int:
+    def _add_batch(self, ops: Union[int, List[int]], indices: Union[bytes, List[bytes]],
+                   ids: Optional[List[Any]], routings: Optional[List[Any]],
+                   bodies: List[Optional[bytes]], opts: Optional[List[Optional[int]]],
+                   toks: Optional[List[Optional[int]]]) -> int:
+        """One esbulk_add_batch_opts call for len(bodies) documents (again
+        from where it stopped while the buffer is full and the Indexer
+        blocks). ops / indices: one for all, or one per document. The C
+        arrays are made by array.array from the lists (C loops): no ctypes
+        conversion per element."""
         eb = self._handle()
-        n = len(ops)
-        if not any(r is not None for r in routings or ()):
+        n = len(bodies)
+        if routings is not None and not any(r is not None for r in routings):
             routings = None
         if ids is not None and not any(i is not None for i in ids):
             ids = None
+        keep: List[Any] = []  # what the C arrays point into, alive until the call returns
+        a_ops = _int_array(ops, n)
+        a_idx = _index_array(indices, n, keep)
+        a_ids = a_idl = a_rt = a_rtl = a_opts = a_tok = None
+        if ids is not None:
+            a_ids, a_idl = _bytes_arrays(ids, keep)
+        if routings is not None:
+            a_rt, a_rtl = _bytes_arrays(routings, keep)
+        a_b, a_bl = _bytes_arrays(bodies, keep)
+        if opts is not None:
+            a_opts = array.array(_clib.PTR_CODE, [o or 0 for o in opts])
+        if isinstance(toks, range):  # the helpers' own numbers
+            a_tok = array.array(_clib.PTR_CODE, toks)
+        elif toks is not None:
+            a_tok = array.array(_clib.PTR_CODE, [t or 0 for t in toks])
         start = 0
         err = ctypes.create_string_buffer(512)
         accepted = c_size_t(0)
         while True:
             m = n - start
-            sl = slice(start, n)
-            a_ops = (c_int32 * m)(*ops[sl])
-            a_idx = (c_char_p * m)(*indices[sl])
-            a_ids = a_idl = a_rt = a_rtl = a_opts = a_tok = None
-            if ids is not None:
-                a_ids = (c_char_p * m)(*ids[sl])
-                a_idl = (c_size_t * m)(*[len(i) if i else 0 for i in ids[sl]])
-            if routings is not None:
-                a_rt = (c_char_p * m)(*routings[sl])
-                a_rtl = (c_size_t * m)(*[len(r) if r else 0 for r in routings[sl]])
-            a_b = (c_char_p * m)(*bodies[sl])
-            a_bl = (c_size_t * m)(*[len(b) if b else 0 for b in bodies[sl]])
-            if opts is not None:
-                a_opts = (c_void_p * m)(*opts[sl])
-            if toks is not None:
-                a_tok = (c_void_p * m)(*toks[sl])
-            rc = lib.esbulk_add_batch_opts(eb, m, a_ops, a_idx, a_ids, a_idl, a_rt, a_rtl, a_b,
-                                           a_bl, a_opts, a_tok, byref(accepted), err, len(err))
+            rc = _add_batch_raw(eb, m, _at(a_ops, start), _at(a_idx, start), _at(a_ids, start),
+                                _at(a_idl, start), _at(a_rt, start), _at(a_rtl, start),
+                                _at(a_b, start), _at(a_bl, start), _at(a_opts, start),
+                                _at(a_tok, start), byref(accepted), err, len(err))
             start += accepted.value
             if rc == _clib.OK:
                 return n
             if rc == _clib.ERR_QUEUE_FULL and self._block:
                 self._wait_for_room()
                 continue
-            if toks is not None:
+            if toks is not None and not isinstance(toks, range):
                 for t in toks[start:]:
                     if t is not None:
                         self._tokens.pop(t, None)
@@ -568,10 +804,13 @@ class Indexer:
             raise EsbulkError("esbulk_poll_results: %s" % _clib.err2str(n), n)
         if n:
             try:
-                self._ready.extend(_read_results(self._out, n, self._tokens, self._on_result,
-                                                 self._keep_body))
+                batch = self._reader.read(n, self._keep_body)
             finally:
                 lib.esbulk_results_release(eb)
+            if self._sink is not None:
+                self._sink(batch)
+            else:
+                self._ready.extend(_results(batch, self._tokens, self._on_result))
         return int(n)
 
     def _dispatch(self) -> int:

@@ -1,13 +1,14 @@
-"""Exceptions of the esbulk package."""
-from typing import Any, List, Optional
+"""Exceptions of the esbulk package.
 
-try:  # a subclass of the peer's class, so that `except helpers.BulkIndexError` keeps working
-    from opensearchpy.helpers import BulkIndexError as _PeerBulkIndexError  # type: ignore
-except Exception:  # pragma: no cover - depends on what is installed
-    try:
-        from elasticsearch.helpers import BulkIndexError as _PeerBulkIndexError  # type: ignore
-    except Exception:
-        _PeerBulkIndexError = Exception  # type: ignore
+BulkIndexError is a subclass of the peer's class (opensearch-py's, else
+elasticsearch-py's helpers.BulkIndexError), so that an ``except`` written for
+the peer keeps working. It is made when first used (an attribute of this
+module, of esbulk and of esbulk.helpers, looked up through the modules'
+__getattr__): importing opensearch-py costs about 0.3 s of CPU, which a
+program that passes URLs and never sees a BulkIndexError need not pay.
+"""
+import threading
+from typing import TYPE_CHECKING, Any, List, Optional, Type
 
 
 class EsbulkError(Exception):
@@ -34,16 +35,58 @@ class QueueFullError(EsbulkError, BufferError):
     confluent-kafka's Producer raises); ``accepted`` documents were added."""
 
 
-class BulkIndexError(_PeerBulkIndexError):  # type: ignore[misc,valid-type]
-    """Documents failed, as opensearch-py's helpers.BulkIndexError: ``errors``
-    is the list of {op: item} of the failed documents."""
+def _peer_class() -> Type[Exception]:
+    try:
+        from opensearchpy.helpers import BulkIndexError as peer  # type: ignore
+        return peer  # type: ignore[no-any-return]
+    except Exception:  # pragma: no cover - depends on what is installed
+        try:
+            from elasticsearch.helpers import BulkIndexError as peer2  # type: ignore
+            return peer2  # type: ignore[no-any-return]
+        except Exception:
+            return Exception
 
-    def __init__(self, message: str, errors: List[Any]) -> None:
-        Exception.__init__(self, message, errors)
 
-    @property
-    def errors(self) -> List[Any]:  # type: ignore[override]
-        return self.args[1]  # type: ignore[no-any-return]
+def _make_bulk_index_error() -> Type[Exception]:
+    class BulkIndexError(_peer_class()):  # type: ignore[misc]
+        """Documents failed, as opensearch-py's helpers.BulkIndexError: ``errors``
+        is the list of {op: item} of the failed documents."""
+
+        def __init__(self, message: str, errors: List[Any]) -> None:
+            Exception.__init__(self, message, errors)
+
+        @property
+        def errors(self) -> List[Any]:
+            return self.args[1]  # type: ignore[no-any-return]
+
+    BulkIndexError.__module__ = __name__
+    BulkIndexError.__qualname__ = "BulkIndexError"
+    return BulkIndexError
+
+
+_made: List[Type[Exception]] = []
+_made_lock = threading.Lock()
+
+
+def bulk_index_error() -> Type[Exception]:
+    """The BulkIndexError class (made, once, on the first call)."""
+    if not _made:
+        with _made_lock:
+            if not _made:
+                _made.append(_make_bulk_index_error())
+    return _made[0]
+
+
+if TYPE_CHECKING:
+    class BulkIndexError(Exception):
+        def __init__(self, message: str, errors: List[Any]) -> None: ...
+        @property
+        def errors(self) -> List[Any]: ...
+else:
+    def __getattr__(name: str) -> Any:
+        if name == "BulkIndexError":
+            return bulk_index_error()
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 class TransportError(EsbulkError):

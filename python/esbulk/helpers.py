@@ -39,8 +39,10 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
                     Tuple, Union)
 
 from . import _clib
-from ._indexer import Indexer, Result, encode_body
-from .errors import BulkIndexError, TransportError
+from ._clib import lib
+from ._indexer import Indexer, Result, _dumps, _make_result, encode_body
+from . import errors as _errors
+from .errors import TransportError
 
 __all__ = ["bulk", "streaming_bulk", "parallel_bulk", "expand_action", "BulkIndexError",
            "client_conf"]
@@ -138,40 +140,63 @@ def client_conf(client: Any) -> Dict[str, str]:
     return conf
 
 
+_META_SET = frozenset(_META)
+_FAST_META = frozenset(("_index", "_id"))
+
+
 class _Chunk:
-    __slots__ = ("items", "results", "left", "actions")
+    """One chunk of actions, from its submission to its last yield.
 
-    def __init__(self, items: List[Tuple[str, Dict[str, Any], Any]],
-                 actions: Optional[List[Any]] = None) -> None:
-        self.items = items
-        self.results: List[Optional[Result]] = [None] * len(items)
-        self.left = len(items)
+    out[k]: the outcome of action k once its result came: True for an indexed
+    document with a 2xx status (its item's fields in the columns cols, kept
+    only when the items are yielded: no per-document object is held, so the
+    garbage collector has nothing more to walk), else its Result (bad counts
+    those). metas[k]:
+    the action's meta dict, or for an action with no meta key but _index /
+    _id (the common case: no dict made) a mask of which it had (1 _index, 2
+    _id); idxs / ids: the index it goes to and its raw _id."""
+    __slots__ = ("no", "n", "left", "bad", "out", "op_types", "metas", "datas", "idxs", "ids",
+                 "actions", "cols")
+
+    def __init__(self, no: int, op_types: List[str], metas: List[Any], datas: List[Any],
+                 idxs: List[Any], ids: List[Any], actions: Optional[List[Any]]) -> None:
+        self.no = no
+        self.n = self.left = len(op_types)
+        self.bad = 0
+        self.out: List[Any] = [None] * self.n
+        self.op_types, self.metas, self.datas = op_types, metas, datas
+        self.idxs, self.ids = idxs, ids
         self.actions = actions  # the caller's own action objects (yield_action)
+        # _index, _id, _version, result, _seq_no, _primary_term, status
+        self.cols: Optional[List[List[Any]]] = None
 
+    def item(self, k: int) -> Dict[str, Any]:
+        """The item of indexed document k, from the columns."""
+        ix_, id_, vr, rs, sq, pt, st = (col[k] for col in self.cols)  # type: ignore[union-attr]
+        return {"_index": ix_, "_id": id_, "_version": vr, "result": rs, "_seq_no": sq,
+                "_primary_term": pt, "status": st}
 
-def _store(r: Result) -> None:
-    chunk, pos = r.context
-    chunk.results[pos] = r
-    chunk.left -= 1
+    def items(self) -> Iterator[Tuple[bool, Dict[str, Any]]]:
+        """(True, {op_type: item}) of every action, all indexed."""
+        for op, ix_, id_, vr, rs, sq, pt, st in zip(self.op_types, *self.cols):  # type: ignore
+            yield True, {op: {"_index": ix_, "_id": id_, "_version": vr, "result": rs,
+                              "_seq_no": sq, "_primary_term": pt, "status": st}}
+
+    def meta(self, k: int) -> Dict[str, Any]:
+        """Action k's meta, as expand_action gives it."""
+        m = self.metas[k]
+        if type(m) is dict:
+            return m  # type: ignore[no-any-return]
+        meta: Dict[str, Any] = {}
+        if m & 2:  # in expand_action's key order: _id, then _index
+            meta["_id"] = self.ids[k]
+        if m & 1:
+            meta["_index"] = self.idxs[k]
+        return meta
 
 
 _OPTS = {"if_seq_no", "if_primary_term", "version", "version_type", "pipeline",
          "retry_on_conflict", "require_alias"}
-
-
-def _to_args(op_type: str, meta: Mapping[str, Any], data: Any, default_index: Optional[str],
-             body: Optional[bytes]) -> Tuple[int, str, Any, Any, Optional[bytes], Dict[str, Any]]:
-    opc = _clib.OPS.get(op_type)
-    if opc is None:
-        raise ValueError("unknown _op_type %r" % (op_type,))
-    index = meta.get("_index", default_index)
-    if index is None:
-        raise ValueError("action without _index and no index= given: %r" % (meta,))
-    o = {k: meta[k] for k in _OPTS if meta.get(k) is not None}
-    if o:
-        for k in _OPTS:
-            o.setdefault(k, None)
-    return opc, index, meta.get("_id"), meta.get("routing"), body, o
 
 
 def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries: int,
@@ -200,7 +225,7 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     conf.update(kwargs.pop("esbulk_conf", None) or {})
     if kwargs:
         raise TypeError("esbulk.helpers: unsupported argument(s) %s" % ", ".join(sorted(kwargs)))
-    return Indexer(on_result=_store, **conf), index
+    return Indexer(**conf), index
 
 
 def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,
@@ -225,13 +250,20 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
     """What opensearch-py's _process_bulk_chunk yields (and raises) for a
     chunk, each with the position of its action in the chunk."""
     errors: List[Dict[str, Any]] = []
-    for k, ((op_type, meta, data), r) in enumerate(zip(chunk.items, chunk.results)):
+    op_types, datas = chunk.op_types, chunk.datas
+    for k, r in enumerate(chunk.out):
+        if r is True:  # indexed, 2xx (bulk() counts them: no item)
+            yield k, True, (None if chunk.cols is None  # type: ignore[misc]
+                            else {op_types[k]: chunk.item(k)})
+            continue
         if r is None:  # pragma: no cover - a chunk is read only once it is complete
             raise RuntimeError("esbulk: a result is missing")
+        op_type = op_types[k]
         item_answer = r.ok or r.error == _clib.ERR_ITEM or (
             r.status and r.error == -20)  # retries exhausted on an item status (429)
         if not item_answer:
-            _, info = _request_failure(r, op_type, meta, data, raise_on_exception, ignore_status)
+            _, info = _request_failure(r, op_type, chunk.meta(k), datas[k], raise_on_exception,
+                                       ignore_status)
             if raise_on_error and info["status"] not in ignore_status:
                 errors.append({op_type: info})
             elif not errors:
@@ -242,12 +274,64 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
         ok = 200 <= status < 300
         if not ok and raise_on_error and status not in ignore_status:
             if op_type != "delete":
-                item["data"] = data
+                item["data"] = datas[k]
             errors.append({op_type: item})
         if ok or not errors:
             yield k, ok, {op_type: item}
     if errors:
-        raise BulkIndexError("%i document(s) failed to index." % len(errors), errors)
+        raise _errors.bulk_index_error()("%i document(s) failed to index." % len(errors),
+                                         errors)  # type: ignore[call-arg]
+
+
+def _sink_for(live: Dict[int, _Chunk], shift: int, counts: bool) -> Callable[[Any], None]:
+    """The Indexer's sink: each pulled batch's results into their chunks
+    (live: chunk number -> chunk; a document's opaque is its chunk's number
+    << shift | its position). An indexed document with a 2xx status (the
+    common case) is marked True, its item's fields stored in the chunk's
+    columns (unless counts: bulk() only counts them); any other keeps its
+    Result."""
+    mask = (1 << shift) - 1
+
+    def sink(b: Any) -> None:
+        cols = b.cols
+        cno = -1
+        c: Any = None
+        out: List[Any] = []
+        got = 0
+        ci = cd = cv = cr = cs = cp = ct = out
+        for i, (o, oc, st, vr, sq, rs, pt, ix_, id_) in enumerate(zip(
+                b.opaques, cols[0], cols[3], cols[8], cols[6], cols[11], cols[7], cols[9],
+                cols[10])):
+            no = o >> shift
+            if no != cno:
+                if c is not None:
+                    c.left -= got
+                c = live[no]
+                cno, out, got = no, c.out, 0
+                if not counts:
+                    if c.cols is None:
+                        c.cols = [[None] * c.n for _ in range(7)]
+                    ci, cd, cv, cr, cs, cp, ct = c.cols
+            got += 1
+            pos = o & mask
+            if oc == 0 and 200 <= st < 300 and (counts or (vr >= 0 and sq >= 0 and
+                                                           rs is not None)):
+                out[pos] = True
+                if not counts:
+                    ci[pos] = ix_
+                    cd[pos] = id_
+                    cv[pos] = vr
+                    cr[pos] = rs
+                    cs[pos] = sq
+                    cp[pos] = pt
+                    ct[pos] = st
+            else:
+                out[pos] = _make_result(tuple(col[i] for col in cols), b.errors.get(i), None,
+                                        None)
+                c.bad += 1
+        if c is not None:
+            c.left -= got
+    return sink
 
 
 class _Reader:
@@ -328,30 +412,95 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     ignore_status = tuple(ignore_status)
     kwargs = dict(kwargs)
     yield_action = bool(kwargs.pop("yield_action", False))
+    # bulk()'s: a chunk with no failure is yielded as its count, and an
+    # indexed document's item is not made (bulk() only counts them)
+    counts = bool(kwargs.pop("_esbulk_counts", False))
     flush_after = kwargs.pop("flush_after_seconds", None)
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
     ix, default_index = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries, kwargs)
     window = max(4, IN_FLIGHT_DOCS // max(1, chunk_size))
     chunks: Deque[_Chunk] = collections.deque()
+    live: Dict[int, _Chunk] = {}
+    # a document's opaque: its chunk's number << shift | its position
+    shift = max(1, int(chunk_size)).bit_length()
+    ix._sink = _sink_for(live, shift, counts)
+    next_chunk = iter(range(1 << 62)).__next__
     clean = False
     reader: Optional[_Reader] = None
+    # the default expand_action is done inline for a plain dict (the same
+    # result, without its copy of the action)
+    fast = expand_action_callback is expand_action
 
     def ready_heads() -> Iterator[Any]:
         while chunks and chunks[0].left == 0:
             c = chunks.popleft()
+            del live[c.no]
+            if c.bad == 0 and c.actions is None:
+                if counts:
+                    yield c.n
+                elif yield_ok:
+                    yield from c.items()
+                continue
             for k, ok, info in _chunk_outcomes(c, raise_on_error, raise_on_exception,
                                                ignore_status):
                 if yield_ok or not ok:
                     yield (ok, info) if c.actions is None else (ok, info, c.actions[k])
 
-    def submit(items: List[Tuple[str, Dict[str, Any], Any]], bodies: List[Optional[bytes]],
-               acts: Optional[List[Any]]) -> None:
-        c = _Chunk(items, acts)
-        args_ = [_to_args(op, meta, data, default_index, b)
-                 for (op, meta, data), b in zip(items, bodies)]
-        chunks.append(c)
-        ix._add_prepared(args_, [(c, k) for k in range(len(items))])
+    def submit(op_types: List[str], metas: List[Any], datas: List[Any], idxs: List[Any],
+               ids: List[Any], bodies: List[Optional[bytes]], acts: Optional[List[Any]],
+               slow: bool) -> None:
+        n = len(op_types)
+        try:
+            opcs = list(map(_clib.OPS.__getitem__, op_types))
+        except KeyError:
+            opcs = []
+        if len(opcs) != n or None in idxs:
+            bad = _Chunk(0, op_types, metas, datas, idxs, ids, None)
+            for k in range(n):  # the first bad one, in order
+                if op_types[k] not in _clib.OPS:
+                    raise ValueError("unknown _op_type %r" % (op_types[k],))
+                if idxs[k] is None:
+                    raise ValueError("action without _index and no index= given: %r" %
+                                     (bad.meta(k),))
+        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts)
+        distinct = set(idxs)
+        ib: Union[bytes, List[bytes]]
+        if len(distinct) == 1:
+            ib = ix._index_bytes(idxs[0])
+        else:
+            bmap = {i: ix._index_bytes(i) for i in distinct}
+            ib = list(map(bmap.__getitem__, idxs))
+        routings: Optional[List[Any]] = None
+        optl: Optional[List[Optional[int]]] = None
+        try:
+            if slow:  # some actions had other meta keys: routing, options
+                routings, optl = [], []
+                for m in metas:
+                    if type(m) is dict:
+                        r = m.get("routing")
+                        routings.append(None if r is None else str(r).encode("utf-8"))
+                        o = {k: m[k] for k in _OPTS if m.get(k) is not None}
+                        if o:
+                            for k in _OPTS:
+                                o.setdefault(k, None)
+                            optl.append(ix._make_opts(**o))
+                        else:
+                            optl.append(None)
+                    else:
+                        routings.append(None)
+                        optl.append(None)
+                if not any(optl):
+                    optl = None
+            chunks.append(c)
+            live[c.no] = c
+            base = c.no << shift
+            ix._add_batch(opcs, ib, _encode_ids(ids), routings, bodies, optl,
+                          range(base, base + n))  # type: ignore[arg-type]
+        finally:
+            for o2 in optl or ():
+                if o2:
+                    lib.esbulk_docopts_destroy(o2)
 
     def wait_window() -> Iterator[Any]:
         while len(chunks) >= window:
@@ -387,17 +536,26 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             flushed = False
             yield a
 
+    dumps = _dumps
+    meta_set = _META_SET
+    fast_meta = _FAST_META
     try:
-        items: List[Tuple[str, Dict[str, Any], Any]] = []
+        op_types: List[str] = []
+        metas: List[Any] = []
+        datas: List[Any] = []
+        idxs: List[Any] = []
+        ids: List[Any] = []
         bodies: List[Optional[bytes]] = []
         acts: Optional[List[Any]] = [] if yield_action else None
+        slow = False
         size = 0
         since_poll = 0
-        for a in source():
+        for a in (actions if flush_after is None else source()):
             if a is _IDLE or a is None:
-                if a is None and items:  # flush_after_seconds with no new action
-                    submit(items, bodies, acts)
-                    items, bodies, size = [], [], 0
+                if a is None and op_types:  # flush_after_seconds with no new action
+                    submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
+                    op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
+                    size, slow = 0, False
                     acts = [] if yield_action else None
                     yield from wait_window()
                     # sent now, not after the library's flush.interval.ms
@@ -405,15 +563,46 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 ix.poll(0)
                 yield from ready_heads()
                 continue
-            action, data = expand_action_callback(a)
-            (op_type, meta), = action.items() if isinstance(action, Mapping) else \
-                json.loads(action).items()
-            body = None if op_type == "delete" or data is None else encode_body(data)
-            cur = 32 + len(meta.get("_index") or "") + len(str(meta.get("_id") or "")) + \
+            m: Any = None
+            if fast and type(a) is dict:
+                ks = meta_set.intersection(a)
+                op_type = a.get("_op_type", "index")
+                if ks <= fast_meta and not (op_type == "update" and "_source" in a and
+                                            not isinstance(a["_source"], Mapping)):
+                    # what expand_action gives, without copying the action
+                    if op_type == "delete":
+                        data = None
+                    elif "_source" in a:
+                        data = a["_source"]
+                    else:
+                        data = {k: v for k, v in a.items() if k != "_op_type" and k not in ks}
+                    if ks:
+                        m = ("_index" in ks) | (2 if "_id" in ks else 0)
+                        ri = a.get("_index")
+                        id_ = a.get("_id")
+                        index = ri if m & 1 else default_index
+                    else:
+                        m, ri, id_, index = 0, None, None, default_index
+            if m is None:
+                action, data = expand_action_callback(a)
+                (op_type, m), = action.items() if isinstance(action, Mapping) else \
+                    json.loads(action).items()
+                ri = m.get("_index")
+                id_ = m.get("_id")
+                index = m.get("_index", default_index)
+                if not slow and not m.keys() <= fast_meta:
+                    slow = True
+            if op_type == "delete" or data is None:
+                body = None
+            else:
+                t = type(data)
+                body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
+            cur = 32 + len(ri or "") + len(str(id_ or "")) + \
                 (len(body) + 1 if body is not None else 0)
-            if items and (size + cur > max_chunk_bytes or len(items) == chunk_size):
-                submit(items, bodies, acts)
-                items, bodies, size = [], [], 0
+            if op_types and (size + cur > max_chunk_bytes or len(op_types) == chunk_size):
+                submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
+                op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
+                size, slow = 0, False
                 acts = [] if yield_action else None
                 yield from wait_window()
                 ix.poll(0)
@@ -424,13 +613,17 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 ix.poll(0)
                 yield from ready_heads()
             since_poll += 1
-            items.append((op_type, meta, data))
+            op_types.append(op_type)
+            metas.append(m)
+            datas.append(data)
+            idxs.append(index)
+            ids.append(id_)
             bodies.append(body)
             if acts is not None:
                 acts.append(a)
             size += cur
-        if items:
-            submit(items, bodies, acts)
+        if op_types:
+            submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
         while chunks:
             left = ix.flush(0.2)
             yield from ready_heads()
@@ -447,7 +640,23 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
         ix.close(None if clean else 30)
 
 
+def _encode_ids(ids: List[Any]) -> Optional[List[Optional[bytes]]]:
+    """The _ids as UTF-8 (None: none; str() of others), None when none has one."""
+    try:
+        return list(map(str.encode, ids))
+    except TypeError:
+        if not any(i is not None for i in ids):
+            return None
+        return [None if i is None else str(i).encode("utf-8") for i in ids]
+
+
 _IDLE = object()  # source(): no action yet, the results may be served
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BulkIndexError":  # made on first use (see esbulk.errors)
+        return _errors.bulk_index_error()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
@@ -462,8 +671,13 @@ def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
         raise TypeError("esbulk.helpers.bulk: yield_action is for streaming_bulk and "
                         "parallel_bulk (bulk returns counts and errors)")
     kwargs["yield_ok"] = True
-    for ok, item in streaming_bulk(client, actions, *args,  # type: ignore[misc]
-                                   ignore_status=ignore_status, **kwargs):
+    kwargs["_esbulk_counts"] = True
+    for x in streaming_bulk(client, actions, *args,  # type: ignore[misc]
+                            ignore_status=ignore_status, **kwargs):
+        if type(x) is int:  # a chunk with no failure
+            success += x
+            continue
+        ok, item = x
         if not ok:
             if not stats_only:
                 errors.append(item)

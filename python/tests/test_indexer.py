@@ -270,3 +270,26 @@ def test_library_not_found_error_names_what_was_tried(tmp_path):
         assert "ImportError" in p.stderr
         assert str(tmp_path / "nope" / "libesbulk.so") in p.stderr
         assert "find_library" in p.stderr
+
+
+def test_results_read_one_field_at_a_time_gives_the_same(url, make_index, monkeypatch):
+    """With a libesbulk without esbulk_results_read, results are read one
+    accessor call per field: the same Results as the batch read's."""
+    from esbulk import _clib
+
+    def run(batch_read):
+        monkeypatch.setattr(_clib, "HAVE_RESULTS_READ", batch_read)
+        index = make_index()
+        got = {}
+        with esbulk.Indexer(url, on_result=lambda r: got.__setitem__(r.id, r)) as ix:
+            ix.add_many(index, [{"n": "x" if i % 40 == 3 else i} for i in range(120)],
+                        ids=["d%d" % i for i in range(120)])
+            assert ix.flush() == 0
+        return {k: (r.ok, r.outcome, r.error, r.op, r.status, r.error_type, r.result,
+                    r.version, r.seq_no >= 0, r.primary_term, r.attempts, r.item()["status"],
+                    r.index == index)
+                for k, r in got.items()}
+
+    batch, each = run(True), run(False)
+    assert len(batch) == 120 and batch == each
+    assert sum(not v[0] for v in batch.values()) == 3
