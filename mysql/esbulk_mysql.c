@@ -22,6 +22,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,8 @@ static const char *help_text =
     "\n"
     "Exit status: 0 every row synced; 1 some rows failed, or a runtime error;\n"
     "2 bad usage; 3 the binlog position is gone from the server (purged): run\n"
-    "with --resnapshot.\n";
+    "with --resnapshot; 4 stopped by SIGINT/SIGTERM before the snapshot (or\n"
+    "--catch-up) was complete: the next start resumes.\n";
 
 int64_t esm_now_ns(void)
 {
@@ -103,7 +105,8 @@ int esm_query(esm_job_t *job, MYSQL *db, const char *sql)
 {
     (void)job;
     if (mysql_real_query(db, sql, strlen(sql))) {
-        esm_log("query failed: %s: %.200s", mysql_error(db), sql);
+        if (!esm_interrupted) /* a read cut by the signal is no news */
+            esm_log("query failed: %s: %.200s", mysql_error(db), sql);
         return -1;
     }
     return 0;
@@ -248,6 +251,16 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
     esm_unit_t *u = esbulk_result_opaque(r);
     esbulk_outcome_t oc = esbulk_result_outcome(r);
     int32_t status = esbulk_result_status(r);
+    if (job->closing && oc != ESBULK_OUTCOME_INDEXED &&
+        esbulk_result_err(r) == ESBULK_ERR_CLOSED) {
+        /* dropped by the stop after a signal (not sent, or its request cut
+         * off): not a failure; its unit never completes, so no checkpoint
+         * passes it, and the next start reads it again */
+        job->docs_dropped++;
+        u->blocked = 1;
+        u->remaining--;
+        return;
+    }
     if (oc == ESBULK_OUTCOME_INDEXED) {
         job->docs_indexed++;
     } else if (oc == ESBULK_OUTCOME_FAILED && (status == 409 || status == 404)) {
@@ -434,6 +447,28 @@ void esm_serve(esm_job_t *job, int wait_ms, int force_state)
     show_progress(job, 0);
 }
 
+void esm_stop_engine(esm_job_t *job)
+{
+    if (job->closed || !job->eb)
+        return;
+    job->closing = 1;
+    esbulk_close(job->eb, ESM_STOP_GRACE_MS);
+    job->closed = 1;
+    esm_serve(job, 0, 1);
+    if (job->docs_dropped && !job->quiet)
+        esm_log("stopping: %" PRIu64 " documents not acknowledged are dropped (read again "
+                "at the next start)", job->docs_dropped);
+}
+
+void esm_drain(esm_job_t *job)
+{
+    while (!job->closed && !job->fatal && !esm_interrupted && esbulk_pending(job->eb) > 0)
+        esm_serve(job, 100, 0);
+    if (esm_interrupted)
+        esm_stop_engine(job);
+    esm_serve(job, 0, 1);
+}
+
 void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *id,
                  size_t id_len, const char *body, size_t body_len, int64_t version)
 {
@@ -450,12 +485,18 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
                 job->deletes++;
             return;
         }
-        if (err == ESBULK_ERR_QUEUE_FULL) {
+        if (err == ESBULK_ERR_QUEUE_FULL && !esm_interrupted) {
             esm_serve(job, 100, 0);
             continue;
         }
         /* refused before sending: no result will come */
         unit->remaining--;
+        if (esm_interrupted || job->closed) {
+            /* stopping: the document is not added; its unit never completes */
+            unit->blocked = 1;
+            job->docs_dropped++;
+            return;
+        }
         char idbuf[512];
         snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
         if (err == ESBULK_ERR_CLOSED) {
@@ -857,10 +898,17 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         char lim[32];
         snprintf(lim, sizeof(lim), " LIMIT %d", job->page_rows);
         esm_buf_adds(&q, lim);
-        if (esm_query(job, job->db, q.p))
+        if (esm_query(job, job->db, q.p)) {
+            if (esm_interrupted)
+                rc = 0;
             break;
+        }
         MYSQL_RES *res = mysql_use_result(job->db);
         if (!res) {
+            if (esm_interrupted) {
+                rc = 0;
+                break;
+            }
             esm_log("%s: %s", t->fullname, mysql_error(job->db));
             break;
         }
@@ -873,7 +921,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
             t->head = u;
         t->tail = u;
         MYSQL_ROW row;
-        int n = 0;
+        int n = 0, cut = 0;
         json_t *key = NULL;
         while ((row = mysql_fetch_row(res))) {
             unsigned long *lens = mysql_fetch_lengths(res);
@@ -899,8 +947,23 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
             esm_add_doc(job, u, t, id.p, id.len, body.p, body.len, version);
             if ((n & 255) == 0)
                 esbulk_poll(job->eb, 0);
+            if (esm_interrupted) {
+                /* the page ends here: every row up to key was added */
+                cut = 1;
+                break;
+            }
         }
-        if (mysql_errno(job->db)) {
+        if (!cut && mysql_errno(job->db)) {
+            if (esm_interrupted) {
+                /* a blocking read cut by the signal (EINTR): a stop, not an
+                 * error; the rows read of this page stay unchecked */
+                u->open = 0;
+                u->blocked = 1;
+                mysql_free_result(res);
+                json_decref(key);
+                rc = 0;
+                break;
+            }
             esm_log("%s: reading rows: %s", t->fullname, mysql_error(job->db));
             u->open = 0;
             u->blocked = 1;
@@ -911,7 +974,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         mysql_free_result(res);
         u->open = 0;
         u->key = key; /* NULL for an empty page */
-        if (n < job->page_rows && !job->stop)
+        if (n < job->page_rows && !job->stop && !cut)
             u->last = 1;
         json_decref(last);
         last = key ? json_incref(key) : NULL;
@@ -1009,7 +1072,8 @@ static int run_snapshot(esm_job_t *job)
             continue;
         rc = snapshot_table(job, t, version);
     }
-    esm_query(job, job->db, "COMMIT");
+    if (!esm_interrupted) /* else the connection may be cut (EINTR) */
+        esm_query(job, job->db, "COMMIT");
     return rc;
 }
 
@@ -1093,6 +1157,8 @@ static void write_stats(esm_job_t *job)
     json_object_set_new(o, "docs_superseded", json_integer((json_int_t)job->docs_conflict));
     json_object_set_new(o, "docs_failed", json_integer((json_int_t)job->docs_failed));
     json_object_set_new(o, "rows_unmappable", json_integer((json_int_t)job->rows_unmappable));
+    json_object_set_new(o, "docs_dropped", json_integer((json_int_t)job->docs_dropped));
+    json_object_set_new(o, "interrupted", json_boolean(esm_interrupted));
     json_object_set_new(o, "deletes", json_integer((json_int_t)job->deletes));
     json_object_set_new(o, "binlog_events", json_integer((json_int_t)job->binlog_events));
     json_object_set_new(o, "binlog_rows", json_integer((json_int_t)job->binlog_rows));
@@ -1311,7 +1377,15 @@ int main(int argc, char **argv)
         }
         esbulk_conf_set_result_cb(conf, on_result);
         esbulk_conf_set_opaque(conf, job);
+        /* the engine's threads never take SIGINT/SIGTERM: this thread does,
+         * so that a blocking MySQL read returns (EINTR) and the flag is seen */
+        sigset_t stops, old;
+        sigemptyset(&stops);
+        sigaddset(&stops, SIGINT);
+        sigaddset(&stops, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stops, &old);
         job->eb = esbulk_new(conf, errstr, sizeof(errstr));
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         esbulk_conf_destroy(conf);
         if (!job->eb) {
             esm_log("%s", errstr);
@@ -1354,20 +1428,18 @@ int main(int argc, char **argv)
             job->fatal = 1;
         }
     }
-    if (!job->fatal && run_snapshot(job))
+    if (!job->fatal && run_snapshot(job) && !esm_interrupted)
         job->fatal = 1;
-    /* every snapshot document acknowledged before the binlog phase */
-    while (!job->fatal && esbulk_pending(job->eb) > 0)
-        esm_serve(job, 100, 0);
-    esm_serve(job, 0, 1);
+    /* every snapshot document acknowledged before the binlog phase (after a
+     * signal: what is acknowledged within the grace, the rest dropped) */
+    esm_drain(job);
     int snapshot_done = 1;
     for (int i = 0; i < job->ntables; i++)
         snapshot_done &= job->tables[i].done;
     /* the index's own settings back, before following the binlog (also
      * after a signal or a failure) */
     if (json_object_get(job->state, "import")) {
-        esbulk_flush(job->eb, 30000);
-        esm_serve(job, 0, 1);
+        esm_drain(job);
         if (esm_import_restore(job))
             job->fatal = 1;
         esm_serve(job, 0, 1);
@@ -1393,21 +1465,30 @@ int main(int argc, char **argv)
         else if (brc)
             job->fatal = 1;
     }
-    esbulk_flush(job->eb, 30000);
-    esm_serve(job, 0, 1);
+    esm_drain(job);
+    if (!job->closed) { /* after a runtime error: what is buffered still */
+        esbulk_flush(job->eb, 30000);
+        esm_serve(job, 0, 1);
+    }
+    snapshot_done = 1;
+    for (int i = 0; i < job->ntables; i++)
+        snapshot_done &= job->tables[i].done;
+    /* cut short by a signal: the snapshot, or --catch-up, is not complete */
+    int incomplete = !snapshot_done || (job->catch_up && !job->snapshot_only && !job->caught_up);
     if (rc != ESM_EXIT_PURGED && rc != ESM_EXIT_USAGE)
         rc = (job->fatal || job->docs_failed || job->rows_unmappable || job->stop)
                  ? ESM_EXIT_FAILED
-                 : 0;
+             : esm_interrupted && incomplete ? ESM_EXIT_INTERRUPTED
+                                             : 0;
     show_progress(job, 1);
     if (!job->quiet || rc)
         esm_log("%s: %" PRIu64 " documents sent, %" PRIu64 " indexed, %" PRIu64
-                " superseded, %" PRIu64 " failed, %" PRIu64 " rows unmappable, %" PRIu64
-                " binlog rows",
+                " superseded, %" PRIu64 " failed, %" PRIu64 " dropped at the stop, %" PRIu64
+                " rows unmappable, %" PRIu64 " binlog rows",
                 esm_interrupted ? "stopped by a signal" : job->stop ? "stopped at a failure"
                                                                     : "done",
                 job->docs_added, job->docs_indexed, job->docs_conflict, job->docs_failed,
-                job->rows_unmappable, job->binlog_rows);
+                job->docs_dropped, job->rows_unmappable, job->binlog_rows);
     write_stats(job);
 out:
     if (job->eb)

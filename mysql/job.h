@@ -16,6 +16,11 @@
 #define ESM_EXIT_FAILED 1
 #define ESM_EXIT_USAGE 2
 #define ESM_EXIT_PURGED 3
+#define ESM_EXIT_INTERRUPTED 4
+
+/* After SIGINT/SIGTERM: documents already added get this long to be
+ * acknowledged; the rest are dropped (read again at the next start). */
+#define ESM_STOP_GRACE_MS 2000
 
 typedef struct {
     char *name;          /* column name in the table */
@@ -99,6 +104,10 @@ typedef struct {
     uint64_t docs_added, docs_indexed, docs_conflict, docs_failed, rows_unmappable;
     uint64_t deletes, binlog_events, binlog_rows;
     int stop;          /* --on-error stop triggered */
+    int closing;       /* stopping after a signal: results of ESBULK_ERR_CLOSED are drops */
+    int closed;        /* the engine is closed (after a signal) */
+    int caught_up;     /* --catch-up reached its target position */
+    uint64_t docs_dropped; /* not acknowledged when a signal stopped the job */
     int fatal;         /* a runtime error: exit 1 */
     /* progress */
     int progress;
@@ -120,6 +129,13 @@ int esm_query(esm_job_t *job, MYSQL *db, const char *sql);
 /* Serves results (wait_ms), advances checkpoints, writes the state file when
  * due (force: now). */
 void esm_serve(esm_job_t *job, int wait_ms, int force_state);
+/* After a signal: gives what was added ESM_STOP_GRACE_MS to be acknowledged,
+ * closes the engine (the rest dropped, their units never complete), serves
+ * the results and writes the state. Once. */
+void esm_stop_engine(esm_job_t *job);
+/* Serves until every document added has its result (or a signal: then
+ * esm_stop_engine), and writes the state. */
+void esm_drain(esm_job_t *job);
 /* Adds one document (body NULL: delete) for table with the given external
  * version, into unit; handles a full buffer and refusals. */
 void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *id,
