@@ -62,6 +62,12 @@ static const char *help_text =
     "                        when following started, then stop\n"
     "  --resnapshot          forget the state's checkpoints and position: snapshot anew\n"
     "  --server-id N         the replica id used to read the binlog (default 4242)\n"
+    "  --poll-column COL     no binlog: after the snapshot, poll each table for rows\n"
+    "                        with (COL, key) after the last seen, COL a DATETIME,\n"
+    "                        TIMESTAMP or DATE set on every write (deletes are not\n"
+    "                        seen)\n"
+    "  --poll-lag SECONDS    only rows with COL <= NOW() - SECONDS (default 5)\n"
+    "  --poll-interval SECONDS  between polls that found nothing more (default 1)\n"
     "  --import-mode         during the snapshot: refresh_interval -1, replicas 0,\n"
     "                        async translog; the index's own values are saved in the\n"
     "                        state file and restored after it (also after a signal,\n"
@@ -276,7 +282,7 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
                  oc == ESBULK_OUTCOME_POSSIBLY ? "possibly indexed: " : "",
                  esbulk_result_error_reason(r) ? esbulk_result_error_reason(r)
                                                : esbulk_err2str(esbulk_result_err(r)));
-        esm_dead_letter(job, u->table ? "snapshot" : "binlog", u->table,
+        esm_dead_letter(job, u->poll ? "poll" : u->table ? "snapshot" : "binlog", u->table,
                         esbulk_result_id(r), reason, status, esbulk_result_error_type(r), body,
                         blen);
         if (job->docs_failed <= 5)
@@ -302,7 +308,11 @@ static void advance(esm_job_t *job)
             t->head = u->next;
             if (!t->head)
                 t->tail = NULL;
-            if (u->key) {
+            if (u->key && u->poll) {
+                json_decref(t->poll_key);
+                t->poll_key = json_incref(u->key);
+                job->state_dirty = 1;
+            } else if (u->key) {
                 json_decref(t->ack_key);
                 t->ack_key = json_incref(u->key);
                 job->state_dirty = 1;
@@ -353,6 +363,8 @@ static int write_state(esm_job_t *job)
         json_object_set_new(o, "done", json_boolean(t->done));
         json_object_set(o, "key", t->ack_key ? t->ack_key : json_null());
         json_object_set_new(o, "index", json_string(t->index));
+        if (t->poll_key)
+            json_object_set(o, "poll", t->poll_key);
         json_object_set_new(tables, t->fullname, o);
     }
     json_object_set_new(job->state, "tables", tables);
@@ -421,7 +433,9 @@ static void show_progress(esm_job_t *job, int final)
         total += job->tables[i].approx_rows;
     }
     char extra[96] = "";
-    if (job->binlog_events)
+    if (job->polls)
+        snprintf(extra, sizeof(extra), ", polled %" PRIu64 " rows", job->poll_rows);
+    else if (job->binlog_events)
         snprintf(extra, sizeof(extra), ", binlog %" PRIu64 " rows, lag %.1f s", job->binlog_rows,
                  (double)job->lag_ms / 1000.0);
     else if (total && rows < total && rows > 0)
@@ -506,8 +520,8 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
         job->docs_failed++;
         if (unit->table)
             t->rows_failed++;
-        esm_dead_letter(job, unit->table ? "snapshot" : "binlog", t, idbuf, errstr, 0, NULL,
-                        NULL, 0);
+        esm_dead_letter(job, unit->poll ? "poll" : unit->table ? "snapshot" : "binlog", t, idbuf,
+                        errstr, 0, NULL, NULL, 0);
         if (job->on_error_stop) {
             unit->blocked = 1;
             job->stop = 1;
@@ -557,7 +571,7 @@ static esm_kind_t kind_of(const char *data_type, const char *column_type, int is
     return ESM_K_TEXT;
 }
 
-static void quote_ident(esm_buf_t *b, const char *name)
+void esm_quote_ident(esm_buf_t *b, const char *name)
 {
     esm_buf_addc(b, '`');
     for (const char *p = name; *p; p++) {
@@ -566,6 +580,11 @@ static void quote_ident(esm_buf_t *b, const char *name)
         esm_buf_addc(b, *p);
     }
     esm_buf_addc(b, '`');
+}
+
+static void quote_ident(esm_buf_t *b, const char *name)
+{
+    esm_quote_ident(b, name);
 }
 
 static void quote_string(esm_job_t *job, esm_buf_t *b, const char *s)
@@ -802,6 +821,22 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         esm_buf_addc(&sl, ',');
         quote_ident(&sl, t->keys[i].name);
     }
+    if (job->poll_column) {
+        /* --poll-column: last in every row read (the document's version) */
+        colinfo_t *c = NULL;
+        for (int j = 0; j < nci; j++)
+            if (!strcmp(ci[j].name, job->poll_column))
+                c = &ci[j];
+        esm_kind_t k = c ? kind_of(c->data_type, c->column_type, 0) : ESM_K_TEXT;
+        if (!c || k != ESM_K_DATETIME) {
+            esm_log("table %s: %s: --poll-column needs a DATETIME or TIMESTAMP column of the "
+                    "table", t->fullname, c ? "not a DATETIME or TIMESTAMP" : "no such column");
+            esm_buf_free(&sl);
+            goto out;
+        }
+        esm_buf_addc(&sl, ',');
+        quote_ident(&sl, c->name);
+    }
     t->select_list = sl.p;
     rc = 0;
 out:
@@ -844,14 +879,13 @@ int esm_row_json(esm_job_t *job, esm_table_t *t, MYSQL_ROW row, unsigned long *l
 /* ------------------------------------------------------------------------
  * The snapshot.
  */
-static void key_condition(esm_job_t *job, esm_table_t *t, json_t *key, esm_buf_t *q)
+void esm_key_greater(esm_job_t *job, esm_table_t *t, json_t *key, size_t from, esm_buf_t *q)
 {
     /* (k1,...,kn) > (v1,...,vn) as k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND
      * (k2 > v2 OR ...))): the leading range lets the optimizer seek. */
-    esm_buf_adds(q, " WHERE ");
     quote_ident(q, t->keys[0].name);
     esm_buf_adds(q, ">=");
-    esm_key_literal(job, t, 0, json_string_value(json_array_get(key, 0)), q);
+    esm_key_literal(job, t, 0, json_string_value(json_array_get(key, from)), q);
     esm_buf_adds(q, " AND (");
     for (int i = 0; i < t->nkeys; i++) {
         if (i)
@@ -861,12 +895,14 @@ static void key_condition(esm_job_t *job, esm_table_t *t, json_t *key, esm_buf_t
         for (int j = 0; j < i; j++) {
             quote_ident(q, t->keys[j].name);
             esm_buf_addc(q, '=');
-            esm_key_literal(job, t, j, json_string_value(json_array_get(key, (size_t)j)), q);
+            esm_key_literal(job, t, j,
+                            json_string_value(json_array_get(key, from + (size_t)j)), q);
             esm_buf_adds(q, " AND ");
         }
         quote_ident(q, t->keys[i].name);
         esm_buf_addc(q, '>');
-        esm_key_literal(job, t, i, json_string_value(json_array_get(key, (size_t)i)), q);
+        esm_key_literal(job, t, i, json_string_value(json_array_get(key, from + (size_t)i)),
+                        q);
         esm_buf_addc(q, ')');
     }
     esm_buf_addc(q, ')');
@@ -887,8 +923,10 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         esm_buf_adds(&q, t->select_list);
         esm_buf_adds(&q, " FROM ");
         esm_buf_adds(&q, t->qname);
-        if (last)
-            key_condition(job, t, last, &q);
+        if (last) {
+            esm_buf_adds(&q, " WHERE ");
+            esm_key_greater(job, t, last, 0, &q);
+        }
         esm_buf_adds(&q, " ORDER BY ");
         for (int i = 0; i < t->nkeys; i++) {
             if (i)
@@ -944,7 +982,10 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
                 }
                 continue;
             }
-            esm_add_doc(job, u, t, id.p, id.len, body.p, body.len, version);
+            int f = t->ncols + t->nkeys; /* --poll-column's value */
+            esm_add_doc(job, u, t, id.p, id.len, body.p, body.len,
+                        job->poll_column ? esm_poll_version(row[f], row[f] ? lens[f] : 0)
+                                         : version);
             if ((n & 255) == 0)
                 esbulk_poll(job->eb, 0);
             if (esm_interrupted) {
@@ -1041,9 +1082,32 @@ static int run_snapshot(esm_job_t *job)
     if (esm_query(job, job->db, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ") ||
         esm_query(job, job->db, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"))
         return -1;
-    char *file, *gtid;
-    uint64_t pos;
-    if (snapshot_position(job, &file, &pos, &gtid)) {
+    char *file = NULL, *gtid = NULL;
+    uint64_t pos = 0;
+    if (job->poll_column) {
+        /* polling starts from the first snapshot's time less the lag: a row
+         * committed after the snapshot has a later value, or is at most
+         * --poll-lag older (the lag window's promise) */
+        if (!json_object_get(job->state, "start")) {
+            char q[128];
+            snprintf(q, sizeof(q), "SELECT NOW(6) - INTERVAL %.0f MICROSECOND",
+                     job->poll_lag * 1e6);
+            MYSQL_RES *res = query_res(job, q);
+            MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+            if (!row || !row[0]) {
+                if (res)
+                    mysql_free_result(res);
+                return -1;
+            }
+            json_t *st = json_object();
+            json_object_set_new(st, "poll_from", json_string(row[0]));
+            json_object_set_new(job->state, "start", st);
+            job->state_dirty = 1;
+            mysql_free_result(res);
+            esm_serve(job, 0, 1);
+        }
+        file = strdup("none.000000");
+    } else if (snapshot_position(job, &file, &pos, &gtid)) {
         if (!job->snapshot_only)
             return -1;
         file = strdup("none.000000");
@@ -1051,7 +1115,7 @@ static int run_snapshot(esm_job_t *job)
     /* The binlog is followed from the first snapshot's position: rows below
      * a checkpoint were read then, and their later changes are in the binlog
      * from there on. */
-    if (!json_object_get(job->state, "start")) {
+    if (!job->poll_column && !json_object_get(job->state, "start")) {
         json_t *s = json_object();
         json_object_set_new(s, "file", json_string(file));
         json_object_set_new(s, "pos", json_integer((json_int_t)pos));
@@ -1061,7 +1125,11 @@ static int run_snapshot(esm_job_t *job)
         esm_serve(job, 0, 1);
     }
     int64_t version = esm_version_of(file, pos);
-    if (!job->quiet)
+    if (!job->quiet && job->poll_column)
+        esm_log("snapshot; polling from %s", json_string_value(json_object_get(
+                                                  json_object_get(job->state, "start"),
+                                                  "poll_from")));
+    else if (!job->quiet)
         esm_log("snapshot at %s:%" PRIu64 " (gtid %s)", file, pos, gtid ? gtid : "-");
     free(file);
     free(gtid);
@@ -1083,7 +1151,8 @@ static int run_snapshot(esm_job_t *job)
 enum {
     O_HOST = 256, O_PORT, O_USER, O_PASSWORD, O_SOCKET, O_DATABASE, O_URL, O_SET, O_CONFIG,
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
-    O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT
+    O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
+    O_POLL_LAG, O_POLL_INTERVAL
 };
 
 static const struct option long_opts[] = {
@@ -1109,6 +1178,9 @@ static const struct option long_opts[] = {
     {"stats", required_argument, NULL, O_STATS},
     {"quiet", no_argument, NULL, O_QUIET},
     {"import-mode", no_argument, NULL, O_IMPORT},
+    {"poll-column", required_argument, NULL, O_POLL_COLUMN},
+    {"poll-lag", required_argument, NULL, O_POLL_LAG},
+    {"poll-interval", required_argument, NULL, O_POLL_INTERVAL},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -1162,6 +1234,10 @@ static void write_stats(esm_job_t *job)
     json_object_set_new(o, "deletes", json_integer((json_int_t)job->deletes));
     json_object_set_new(o, "binlog_events", json_integer((json_int_t)job->binlog_events));
     json_object_set_new(o, "binlog_rows", json_integer((json_int_t)job->binlog_rows));
+    if (job->poll_column) {
+        json_object_set_new(o, "polls", json_integer((json_int_t)job->polls));
+        json_object_set_new(o, "poll_rows", json_integer((json_int_t)job->poll_rows));
+    }
     json_t *b = json_object_get(job->state, "binlog");
     json_object_set(o, "binlog_position", b ? b : json_null());
     if (job->nlags) {
@@ -1206,6 +1282,8 @@ int main(int argc, char **argv)
     job->user = "root";
     job->page_rows = 2000;
     job->server_id = 4242;
+    job->poll_lag = 5;
+    job->poll_interval = 1;
     snprintf(job->map.tz, sizeof(job->map.tz), "+00:00");
     char urls[4096] = "";
     char *sets[128];
@@ -1269,6 +1347,20 @@ int main(int argc, char **argv)
         case O_STATS: job->stats_path = optarg; break;
         case O_QUIET: job->quiet = 1; break;
         case O_IMPORT: job->import_mode = 1; break;
+        case O_POLL_COLUMN: job->poll_column = optarg; break;
+        case O_POLL_LAG:
+        case O_POLL_INTERVAL: {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (*end || !(v >= 0 && v <= 86400) || (c == O_POLL_INTERVAL && v < 0.01))
+                return usage_error(c == O_POLL_LAG ? "--poll-lag: 0 to 86400 seconds"
+                                                   : "--poll-interval: 0.01 to 86400 seconds");
+            if (c == O_POLL_LAG)
+                job->poll_lag = v;
+            else
+                job->poll_interval = v;
+            break;
+        }
         case O_HELP: fputs(help_text, stdout); return 0;
         default: fputs(usage_text, stderr); return ESM_EXIT_USAGE;
         }
@@ -1313,6 +1405,22 @@ int main(int argc, char **argv)
         json_object_del(job->state, "binlog");
         json_object_del(job->state, "tables");
     }
+    {
+        /* a state file belongs to one way of following: the documents'
+         * versions differ (binlog positions, or --poll-column times) */
+        json_t *start = json_object_get(job->state, "start");
+        int polled = json_object_get(start, "poll_from") != NULL;
+        int binlogged = json_object_get(job->state, "binlog") != NULL ||
+                        json_object_get(start, "file") != NULL;
+        if (job->poll_column ? binlogged : polled) {
+            rc = usage_error(job->poll_column
+                                 ? "the state file follows the binlog: --poll-column needs a "
+                                   "new state file (or --resnapshot into a new index)"
+                                 : "the state file was made with --poll-column: give it again "
+                                   "(or --resnapshot into a new index)");
+            goto out;
+        }
+    }
 
     /* MySQL */
     job->db = mysql_init(NULL);
@@ -1342,6 +1450,10 @@ int main(int argc, char **argv)
             json_t *k = json_object_get(ts, "key");
             if (json_is_array(k) && json_array_size(k) == (size_t)t->nkeys)
                 t->ack_key = json_incref(k);
+            json_t *pk = json_object_get(ts, "poll");
+            if (job->poll_column && json_is_array(pk) &&
+                json_array_size(pk) == (size_t)t->nkeys + 1)
+                t->poll_key = json_incref(pk);
             t->done = json_is_true(json_object_get(ts, "done"));
         }
     }
@@ -1395,7 +1507,7 @@ int main(int argc, char **argv)
     }
 
     /* a position to follow from must still be on the server */
-    if (!job->snapshot_only) {
+    if (!job->snapshot_only && !job->poll_column) {
         json_t *b = json_object_get(job->state, "binlog");
         if (!b)
             b = json_object_get(job->state, "start");
@@ -1454,12 +1566,12 @@ int main(int argc, char **argv)
                 secs, secs > 0 ? (double)rows / secs : 0.0);
     }
     if (snapshot_done && !job->snapshot_only && !job->stop && !job->fatal && !esm_interrupted) {
-        if (!json_object_get(job->state, "binlog")) {
+        if (!job->poll_column && !json_object_get(job->state, "binlog")) {
             json_object_set(job->state, "binlog", json_object_get(job->state, "start"));
             job->state_dirty = 1;
             esm_serve(job, 0, 1);
         }
-        int brc = esm_binlog_follow(job);
+        int brc = job->poll_column ? esm_poll_follow(job) : esm_binlog_follow(job);
         if (brc == ESM_EXIT_PURGED)
             rc = brc;
         else if (brc)
@@ -1517,6 +1629,8 @@ out:
         free(t->cols);
         free(t->keys);
         json_decref(t->ack_key);
+        json_decref(t->poll_key);
+        json_decref(t->poll_read);
         while (t->head) {
             esm_unit_t *u = t->head;
             t->head = u->next;

@@ -2,8 +2,9 @@
  * esbulk-mysql: shared declarations of its modules.
  *   config.c   the configuration file (tables, indices, columns, id columns)
  *   rowjson.c  MySQL/MariaDB text-protocol values to JSON (the type mapping)
- *   state.c    the state file (checkpoints, binlog position), written atomically
  *   binlog.c   following the binary log (MariaDB Connector/C replication API)
+ *   poll.c     --poll-column: polling (column, key) instead of the binlog
+ *   import.c   --import-mode, --create-index, --forcemerge (index requests)
  *   esbulk_mysql.c  options, the snapshot, results and checkpoints
  */
 #ifndef ESM_H

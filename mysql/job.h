@@ -42,6 +42,7 @@ typedef struct esm_unit_s {
     int last;                 /* the table's last page: the snapshot is complete */
     int blocked;              /* a document failed with --on-error stop */
     int open;                 /* documents are still being added: not done yet */
+    int poll;                 /* a --poll-column page: key is [column value, key...] */
     json_t *key;              /* the last key (array of strings), owned */
     char *file;               /* binlog batches: the position after them */
     uint64_t pos;
@@ -55,9 +56,11 @@ typedef struct esm_table_s {
     int ncols;
     esm_col_t *keys;                 /* the key (id) columns, in key order */
     int nkeys;
-    char *select_list;               /* output columns, then the key columns */
+    char *select_list;               /* output columns, the key columns, [the poll column] */
     int done;                        /* snapshot complete */
     json_t *ack_key;                 /* highest key with every row up to it acked */
+    json_t *poll_key;                /* --poll-column: [value, key...] acked up to */
+    json_t *poll_read;               /* --poll-column: [value, key...] read up to */
     esm_unit_t *head, *tail;         /* pages in order */
     uint64_t rows_read, rows_failed;
     uint64_t approx_rows;            /* information_schema estimate (progress) */
@@ -80,6 +83,8 @@ typedef struct {
     int on_error_stop;
     int snapshot_only, catch_up, resnapshot, quiet;
     int import_mode;
+    const char *poll_column;  /* --poll-column: poll instead of the binlog */
+    double poll_lag, poll_interval; /* seconds */
     char import_url[1024];  /* the first --url: settings requests */
     unsigned server_id;
     esm_map_opts_t map;
@@ -102,7 +107,7 @@ typedef struct {
     FILE *dead;
     /* counters */
     uint64_t docs_added, docs_indexed, docs_conflict, docs_failed, rows_unmappable;
-    uint64_t deletes, binlog_events, binlog_rows;
+    uint64_t deletes, binlog_events, binlog_rows, poll_rows, polls;
     int stop;          /* --on-error stop triggered */
     int closing;       /* stopping after a signal: results of ESBULK_ERR_CLOSED are drops */
     int closed;        /* the engine is closed (after a signal) */
@@ -155,6 +160,18 @@ void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const ch
                      const char *body, size_t body_len);
 /* The external version of a binlog position: file number << 32 | offset. */
 int64_t esm_version_of(const char *file, uint64_t pos);
+/* Appends `name` quoted as an identifier. */
+void esm_quote_ident(esm_buf_t *b, const char *name);
+/* Appends (k1,...,kn) > (v1,...,vn) as k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND
+ * (k2 > v2 OR ...))), the values taken from key[from...]. */
+void esm_key_greater(esm_job_t *job, esm_table_t *t, json_t *key, size_t from, esm_buf_t *q);
+
+/* poll.c: --poll-column. The external version of a DATETIME/TIMESTAMP
+ * value (text): microseconds since 1970-01-01 (0 for NULL or a zero date). */
+int64_t esm_poll_version(const char *v, size_t len);
+/* Polls every table after its poll position until a signal (or, with
+ * --catch-up, until a poll finds nothing more). Returns an exit status. */
+int esm_poll_follow(esm_job_t *job);
 
 /* import.c: --import-mode. begin saves each index's settings in the state
  * (unless saved already) and sets the fast ones; restore puts the saved
