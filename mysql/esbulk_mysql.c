@@ -72,6 +72,12 @@ static const char *help_text =
     "                        async translog; the index's own values are saved in the\n"
     "                        state file and restored after it (also after a signal,\n"
     "                        and at the next start after a crash)\n"
+    "  --create-index        create each index that does not exist, with a mapping\n"
+    "                        from the column types (see esbulk-mysql(1))\n"
+    "  --shards N            number_of_shards of the indices created\n"
+    "  --forcemerge[=N]      after a snapshot completed in this run, merge each\n"
+    "                        index down to N segments (default 1), before the\n"
+    "                        import-mode settings are restored\n"
     "  --on-error skip|stop  a row that fails: to the dead-letter file and go on\n"
     "                        (default), or stop (the checkpoint stays before it)\n"
     "  --dead-letter FILE    NDJSON of rows that failed, with the reason\n"
@@ -781,6 +787,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         char pat[512];
         snprintf(pat, sizeof(pat), "json_valid(`%s`)", c->name);
         t->cols[i].name = strdup(c->name);
+        t->cols[i].sqltype = strdup(c->column_type);
         t->cols[i].field = strdup(tc->ncolumns ? tc->columns[i].field : c->name);
         t->cols[i].kind = kind_of(c->data_type, c->column_type, strstr(checks.p, pat) != NULL);
         t->cols[i].ordinal = c->ordinal;
@@ -1152,7 +1159,7 @@ enum {
     O_HOST = 256, O_PORT, O_USER, O_PASSWORD, O_SOCKET, O_DATABASE, O_URL, O_SET, O_CONFIG,
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
     O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
-    O_POLL_LAG, O_POLL_INTERVAL
+    O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE
 };
 
 static const struct option long_opts[] = {
@@ -1181,6 +1188,9 @@ static const struct option long_opts[] = {
     {"poll-column", required_argument, NULL, O_POLL_COLUMN},
     {"poll-lag", required_argument, NULL, O_POLL_LAG},
     {"poll-interval", required_argument, NULL, O_POLL_INTERVAL},
+    {"create-index", no_argument, NULL, O_CREATE_INDEX},
+    {"shards", required_argument, NULL, O_SHARDS},
+    {"forcemerge", optional_argument, NULL, O_FORCEMERGE},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -1348,6 +1358,17 @@ int main(int argc, char **argv)
         case O_QUIET: job->quiet = 1; break;
         case O_IMPORT: job->import_mode = 1; break;
         case O_POLL_COLUMN: job->poll_column = optarg; break;
+        case O_CREATE_INDEX: job->create_index = 1; break;
+        case O_SHARDS:
+            job->shards = atoi(optarg);
+            if (job->shards < 1 || job->shards > 1024)
+                return usage_error("--shards: 1 to 1024");
+            break;
+        case O_FORCEMERGE:
+            job->forcemerge = optarg ? atoi(optarg) : 1;
+            if (job->forcemerge < 1 || job->forcemerge > 1000)
+                return usage_error("--forcemerge[=N]: N segments, 1 to 1000");
+            break;
         case O_POLL_LAG:
         case O_POLL_INTERVAL: {
             char *end;
@@ -1527,10 +1548,12 @@ int main(int argc, char **argv)
         }
     }
 
-    {
-        int pending = 0;
-        for (int i = 0; i < job->ntables; i++)
-            pending += !job->tables[i].done;
+    if (job->create_index && esm_create_indices(job))
+        job->fatal = 1;
+    int pending = 0;
+    for (int i = 0; i < job->ntables; i++)
+        pending += !job->tables[i].done;
+    if (!job->fatal) {
         /* a run that died in import mode left the saved values: with
          * --import-mode they are kept (the snapshot goes on), else restored */
         if (pending && job->import_mode) {
@@ -1548,6 +1571,14 @@ int main(int argc, char **argv)
     int snapshot_done = 1;
     for (int i = 0; i < job->ntables; i++)
         snapshot_done &= job->tables[i].done;
+    /* --forcemerge after a snapshot completed in this run, before the
+     * replicas come back (they then copy the merged segments) */
+    if (job->forcemerge && pending && snapshot_done && !esm_interrupted && !job->fatal &&
+        !job->stop) {
+        esm_drain(job);
+        if (esm_forcemerge(job))
+            job->fatal = 1;
+    }
     /* the index's own settings back, before following the binlog (also
      * after a signal or a failure) */
     if (json_object_get(job->state, "import")) {
@@ -1621,6 +1652,7 @@ out:
         for (int j = 0; j < t->ncols; j++) {
             free(t->cols[j].name);
             free(t->cols[j].field);
+            free(t->cols[j].sqltype);
         }
         for (int j = 0; j < t->nkeys; j++) {
             free(t->keys[j].name);

@@ -26,6 +26,7 @@ typedef struct {
     char *name;          /* column name in the table */
     char *field;         /* field name in the document */
     esm_kind_t kind;
+    char *sqltype;       /* COLUMN_TYPE, e.g. "decimal(10,2)" (--create-index) */
     int ordinal;         /* 0-based position in the table (binlog row images) */
     int is_signed;
 } esm_col_t;
@@ -84,6 +85,9 @@ typedef struct {
     int snapshot_only, catch_up, resnapshot, quiet;
     int import_mode;
     const char *poll_column;  /* --poll-column: poll instead of the binlog */
+    int create_index;         /* --create-index */
+    int shards;               /* --shards (0: the cluster's default) */
+    int forcemerge;           /* --forcemerge[=N]: max_num_segments, 0: none */
     double poll_lag, poll_interval; /* seconds */
     char import_url[1024];  /* the first --url: settings requests */
     unsigned server_id;
@@ -178,6 +182,14 @@ int esm_poll_follow(esm_job_t *job);
  * ones back and drops them from the state. 0, or -1 with a message. */
 int esm_import_begin(esm_job_t *job);
 int esm_import_restore(esm_job_t *job);
+/* --create-index: creates each target index that does not exist, with
+ * --shards and a mapping from its table's column types. 0, or -1. */
+int esm_create_indices(esm_job_t *job);
+/* The mapping of one column (new reference). */
+json_t *esm_field_mapping(const esm_job_t *job, const esm_col_t *c);
+/* --forcemerge: each index merged down to job->forcemerge segments. 0, or -1
+ * (a signal cuts the wait short: 0). */
+int esm_forcemerge(esm_job_t *job);
 
 /* binlog.c: follows the binary log from the state's position. Returns an
  * exit status (0: stopped as asked). */
