@@ -44,6 +44,10 @@ int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
 int esm_json_string(esm_buf_t *out, const char *s, size_t len);
 /* 1 when s[0..len) is valid UTF-8. */
 int esm_utf8_valid(const char *s, size_t len);
+/* --poll-column: the external version of a DATETIME/TIMESTAMP value (text,
+ * "YYYY-MM-DD HH:MM:SS[.ffffff]"): microseconds since 1970-01-01 (0 for
+ * NULL, a zero date, or a time before 1970). */
+int64_t esm_poll_version(const char *v, size_t len);
 
 /* The configuration file. */
 typedef struct {

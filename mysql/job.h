@@ -170,10 +170,7 @@ void esm_quote_ident(esm_buf_t *b, const char *name);
  * (k2 > v2 OR ...))), the values taken from key[from...]. */
 void esm_key_greater(esm_job_t *job, esm_table_t *t, json_t *key, size_t from, esm_buf_t *q);
 
-/* poll.c: --poll-column. The external version of a DATETIME/TIMESTAMP
- * value (text): microseconds since 1970-01-01 (0 for NULL or a zero date). */
-int64_t esm_poll_version(const char *v, size_t len);
-/* Polls every table after its poll position until a signal (or, with
+/* poll.c: --poll-column. Polls every table after its poll position until a signal (or, with
  * --catch-up, until a poll finds nothing more). Returns an exit status. */
 int esm_poll_follow(esm_job_t *job);
 
