@@ -46,7 +46,7 @@ done
 
 echo "binlog lag at $rate changes/s for $secs s:"
 "$esm" --port 13306 --url "$url" --config "$tmp/job.conf" --state "$tmp/state" --quiet \
-    --stats "$tmp/lag" &
+    --stats "$tmp/lag" --set max.inflight.per.node=4 &
 pid=$!
 sleep 2
 sql --database=$db -e "CALL churn_rate($rate, $secs, 10000000, $rows)"
@@ -55,4 +55,5 @@ kill -TERM $pid
 wait $pid || true
 echo "  changes read: $(field "$tmp/lag" 's["binlog_rows"]')"
 echo "  event timestamp to re-read (upper bound): p50 $(field "$tmp/lag" 's["binlog_lag"]["p50_ms"]') ms, p99 $(field "$tmp/lag" 's["binlog_lag"]["p99_ms"]') ms"
+echo "  bulk request latency per node (p50/p99 ms): $(field "$tmp/lag" '" ".join("%s %s/%s" % (n["name"], n["latency_ms"]["p50"], n["latency_ms"]["p99"]) for n in s["esbulk"]["nodes"])')"
 echo "  batch read to acknowledged: p50 $(field "$tmp/lag" 's["binlog_apply"]["p50_ms"]') ms, p99 $(field "$tmp/lag" 's["binlog_apply"]["p99_ms"]') ms"

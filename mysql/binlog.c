@@ -636,6 +636,7 @@ int esm_binlog_follow(esm_job_t *job)
         mysql_free_result(res);
         if (esm_version_of(sfile, spos) >= esm_version_of(tfile, tpos)) {
             free(tfile);
+            job->caught_up = 1;
             return 0;
         }
     }
@@ -769,6 +770,7 @@ int esm_binlog_follow(esm_job_t *job)
         }
         esm_serve(job, 0, 0);
         if (done) {
+            job->caught_up = 1;
             rc = 0;
             break;
         }

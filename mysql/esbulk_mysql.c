@@ -22,6 +22,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +62,22 @@ static const char *help_text =
     "                        when following started, then stop\n"
     "  --resnapshot          forget the state's checkpoints and position: snapshot anew\n"
     "  --server-id N         the replica id used to read the binlog (default 4242)\n"
+    "  --poll-column COL     no binlog: after the snapshot, poll each table for rows\n"
+    "                        with (COL, key) after the last seen, COL a DATETIME,\n"
+    "                        TIMESTAMP or DATE set on every write (deletes are not\n"
+    "                        seen)\n"
+    "  --poll-lag SECONDS    only rows with COL <= NOW() - SECONDS (default 5)\n"
+    "  --poll-interval SECONDS  between polls that found nothing more (default 1)\n"
     "  --import-mode         during the snapshot: refresh_interval -1, replicas 0,\n"
     "                        async translog; the index's own values are saved in the\n"
     "                        state file and restored after it (also after a signal,\n"
     "                        and at the next start after a crash)\n"
+    "  --create-index        create each index that does not exist, with a mapping\n"
+    "                        from the column types (see esbulk-mysql(1))\n"
+    "  --shards N            number_of_shards of the indices created\n"
+    "  --forcemerge[=N]      after a snapshot completed in this run, merge each\n"
+    "                        index down to N segments (default 1), before the\n"
+    "                        import-mode settings are restored\n"
     "  --on-error skip|stop  a row that fails: to the dead-letter file and go on\n"
     "                        (default), or stop (the checkpoint stays before it)\n"
     "  --dead-letter FILE    NDJSON of rows that failed, with the reason\n"
@@ -74,7 +87,8 @@ static const char *help_text =
     "\n"
     "Exit status: 0 every row synced; 1 some rows failed, or a runtime error;\n"
     "2 bad usage; 3 the binlog position is gone from the server (purged): run\n"
-    "with --resnapshot.\n";
+    "with --resnapshot; 4 stopped by SIGINT/SIGTERM before the snapshot (or\n"
+    "--catch-up) was complete: the next start resumes.\n";
 
 int64_t esm_now_ns(void)
 {
@@ -103,7 +117,8 @@ int esm_query(esm_job_t *job, MYSQL *db, const char *sql)
 {
     (void)job;
     if (mysql_real_query(db, sql, strlen(sql))) {
-        esm_log("query failed: %s: %.200s", mysql_error(db), sql);
+        if (!esm_interrupted) /* a read cut by the signal is no news */
+            esm_log("query failed: %s: %.200s", mysql_error(db), sql);
         return -1;
     }
     return 0;
@@ -248,6 +263,16 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
     esm_unit_t *u = esbulk_result_opaque(r);
     esbulk_outcome_t oc = esbulk_result_outcome(r);
     int32_t status = esbulk_result_status(r);
+    if (job->closing && oc != ESBULK_OUTCOME_INDEXED &&
+        esbulk_result_err(r) == ESBULK_ERR_CLOSED) {
+        /* dropped by the stop after a signal (not sent, or its request cut
+         * off): not a failure; its unit never completes, so no checkpoint
+         * passes it, and the next start reads it again */
+        job->docs_dropped++;
+        u->blocked = 1;
+        u->remaining--;
+        return;
+    }
     if (oc == ESBULK_OUTCOME_INDEXED) {
         job->docs_indexed++;
     } else if (oc == ESBULK_OUTCOME_FAILED && (status == 409 || status == 404)) {
@@ -263,7 +288,7 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
                  oc == ESBULK_OUTCOME_POSSIBLY ? "possibly indexed: " : "",
                  esbulk_result_error_reason(r) ? esbulk_result_error_reason(r)
                                                : esbulk_err2str(esbulk_result_err(r)));
-        esm_dead_letter(job, u->table ? "snapshot" : "binlog", u->table,
+        esm_dead_letter(job, u->poll ? "poll" : u->table ? "snapshot" : "binlog", u->table,
                         esbulk_result_id(r), reason, status, esbulk_result_error_type(r), body,
                         blen);
         if (job->docs_failed <= 5)
@@ -289,7 +314,11 @@ static void advance(esm_job_t *job)
             t->head = u->next;
             if (!t->head)
                 t->tail = NULL;
-            if (u->key) {
+            if (u->key && u->poll) {
+                json_decref(t->poll_key);
+                t->poll_key = json_incref(u->key);
+                job->state_dirty = 1;
+            } else if (u->key) {
                 json_decref(t->ack_key);
                 t->ack_key = json_incref(u->key);
                 job->state_dirty = 1;
@@ -340,6 +369,8 @@ static int write_state(esm_job_t *job)
         json_object_set_new(o, "done", json_boolean(t->done));
         json_object_set(o, "key", t->ack_key ? t->ack_key : json_null());
         json_object_set_new(o, "index", json_string(t->index));
+        if (t->poll_key)
+            json_object_set(o, "poll", t->poll_key);
         json_object_set_new(tables, t->fullname, o);
     }
     json_object_set_new(job->state, "tables", tables);
@@ -408,7 +439,9 @@ static void show_progress(esm_job_t *job, int final)
         total += job->tables[i].approx_rows;
     }
     char extra[96] = "";
-    if (job->binlog_events)
+    if (job->polls)
+        snprintf(extra, sizeof(extra), ", polled %" PRIu64 " rows", job->poll_rows);
+    else if (job->binlog_events)
         snprintf(extra, sizeof(extra), ", binlog %" PRIu64 " rows, lag %.1f s", job->binlog_rows,
                  (double)job->lag_ms / 1000.0);
     else if (total && rows < total && rows > 0)
@@ -434,6 +467,28 @@ void esm_serve(esm_job_t *job, int wait_ms, int force_state)
     show_progress(job, 0);
 }
 
+void esm_stop_engine(esm_job_t *job)
+{
+    if (job->closed || !job->eb)
+        return;
+    job->closing = 1;
+    esbulk_close(job->eb, ESM_STOP_GRACE_MS);
+    job->closed = 1;
+    esm_serve(job, 0, 1);
+    if (job->docs_dropped && !job->quiet)
+        esm_log("stopping: %" PRIu64 " documents not acknowledged are dropped (read again "
+                "at the next start)", job->docs_dropped);
+}
+
+void esm_drain(esm_job_t *job)
+{
+    while (!job->closed && !job->fatal && !esm_interrupted && esbulk_pending(job->eb) > 0)
+        esm_serve(job, 100, 0);
+    if (esm_interrupted)
+        esm_stop_engine(job);
+    esm_serve(job, 0, 1);
+}
+
 void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *id,
                  size_t id_len, const char *body, size_t body_len, int64_t version)
 {
@@ -450,12 +505,18 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
                 job->deletes++;
             return;
         }
-        if (err == ESBULK_ERR_QUEUE_FULL) {
+        if (err == ESBULK_ERR_QUEUE_FULL && !esm_interrupted) {
             esm_serve(job, 100, 0);
             continue;
         }
         /* refused before sending: no result will come */
         unit->remaining--;
+        if (esm_interrupted || job->closed) {
+            /* stopping: the document is not added; its unit never completes */
+            unit->blocked = 1;
+            job->docs_dropped++;
+            return;
+        }
         char idbuf[512];
         snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
         if (err == ESBULK_ERR_CLOSED) {
@@ -465,8 +526,8 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
         job->docs_failed++;
         if (unit->table)
             t->rows_failed++;
-        esm_dead_letter(job, unit->table ? "snapshot" : "binlog", t, idbuf, errstr, 0, NULL,
-                        NULL, 0);
+        esm_dead_letter(job, unit->poll ? "poll" : unit->table ? "snapshot" : "binlog", t, idbuf,
+                        errstr, 0, NULL, NULL, 0);
         if (job->on_error_stop) {
             unit->blocked = 1;
             job->stop = 1;
@@ -516,7 +577,7 @@ static esm_kind_t kind_of(const char *data_type, const char *column_type, int is
     return ESM_K_TEXT;
 }
 
-static void quote_ident(esm_buf_t *b, const char *name)
+void esm_quote_ident(esm_buf_t *b, const char *name)
 {
     esm_buf_addc(b, '`');
     for (const char *p = name; *p; p++) {
@@ -525,6 +586,11 @@ static void quote_ident(esm_buf_t *b, const char *name)
         esm_buf_addc(b, *p);
     }
     esm_buf_addc(b, '`');
+}
+
+static void quote_ident(esm_buf_t *b, const char *name)
+{
+    esm_quote_ident(b, name);
 }
 
 static void quote_string(esm_job_t *job, esm_buf_t *b, const char *s)
@@ -721,6 +787,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         char pat[512];
         snprintf(pat, sizeof(pat), "json_valid(`%s`)", c->name);
         t->cols[i].name = strdup(c->name);
+        t->cols[i].sqltype = strdup(c->column_type);
         t->cols[i].field = strdup(tc->ncolumns ? tc->columns[i].field : c->name);
         t->cols[i].kind = kind_of(c->data_type, c->column_type, strstr(checks.p, pat) != NULL);
         t->cols[i].ordinal = c->ordinal;
@@ -760,6 +827,22 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
     for (int i = 0; i < t->nkeys; i++) {
         esm_buf_addc(&sl, ',');
         quote_ident(&sl, t->keys[i].name);
+    }
+    if (job->poll_column) {
+        /* --poll-column: last in every row read (the document's version) */
+        colinfo_t *c = NULL;
+        for (int j = 0; j < nci; j++)
+            if (!strcmp(ci[j].name, job->poll_column))
+                c = &ci[j];
+        esm_kind_t k = c ? kind_of(c->data_type, c->column_type, 0) : ESM_K_TEXT;
+        if (!c || k != ESM_K_DATETIME) {
+            esm_log("table %s: %s: --poll-column needs a DATETIME or TIMESTAMP column of the "
+                    "table", t->fullname, c ? "not a DATETIME or TIMESTAMP" : "no such column");
+            esm_buf_free(&sl);
+            goto out;
+        }
+        esm_buf_addc(&sl, ',');
+        quote_ident(&sl, c->name);
     }
     t->select_list = sl.p;
     rc = 0;
@@ -803,14 +886,13 @@ int esm_row_json(esm_job_t *job, esm_table_t *t, MYSQL_ROW row, unsigned long *l
 /* ------------------------------------------------------------------------
  * The snapshot.
  */
-static void key_condition(esm_job_t *job, esm_table_t *t, json_t *key, esm_buf_t *q)
+void esm_key_greater(esm_job_t *job, esm_table_t *t, json_t *key, size_t from, esm_buf_t *q)
 {
     /* (k1,...,kn) > (v1,...,vn) as k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND
      * (k2 > v2 OR ...))): the leading range lets the optimizer seek. */
-    esm_buf_adds(q, " WHERE ");
     quote_ident(q, t->keys[0].name);
     esm_buf_adds(q, ">=");
-    esm_key_literal(job, t, 0, json_string_value(json_array_get(key, 0)), q);
+    esm_key_literal(job, t, 0, json_string_value(json_array_get(key, from)), q);
     esm_buf_adds(q, " AND (");
     for (int i = 0; i < t->nkeys; i++) {
         if (i)
@@ -820,12 +902,14 @@ static void key_condition(esm_job_t *job, esm_table_t *t, json_t *key, esm_buf_t
         for (int j = 0; j < i; j++) {
             quote_ident(q, t->keys[j].name);
             esm_buf_addc(q, '=');
-            esm_key_literal(job, t, j, json_string_value(json_array_get(key, (size_t)j)), q);
+            esm_key_literal(job, t, j,
+                            json_string_value(json_array_get(key, from + (size_t)j)), q);
             esm_buf_adds(q, " AND ");
         }
         quote_ident(q, t->keys[i].name);
         esm_buf_addc(q, '>');
-        esm_key_literal(job, t, i, json_string_value(json_array_get(key, (size_t)i)), q);
+        esm_key_literal(job, t, i, json_string_value(json_array_get(key, from + (size_t)i)),
+                        q);
         esm_buf_addc(q, ')');
     }
     esm_buf_addc(q, ')');
@@ -846,8 +930,10 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         esm_buf_adds(&q, t->select_list);
         esm_buf_adds(&q, " FROM ");
         esm_buf_adds(&q, t->qname);
-        if (last)
-            key_condition(job, t, last, &q);
+        if (last) {
+            esm_buf_adds(&q, " WHERE ");
+            esm_key_greater(job, t, last, 0, &q);
+        }
         esm_buf_adds(&q, " ORDER BY ");
         for (int i = 0; i < t->nkeys; i++) {
             if (i)
@@ -857,10 +943,17 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         char lim[32];
         snprintf(lim, sizeof(lim), " LIMIT %d", job->page_rows);
         esm_buf_adds(&q, lim);
-        if (esm_query(job, job->db, q.p))
+        if (esm_query(job, job->db, q.p)) {
+            if (esm_interrupted)
+                rc = 0;
             break;
+        }
         MYSQL_RES *res = mysql_use_result(job->db);
         if (!res) {
+            if (esm_interrupted) {
+                rc = 0;
+                break;
+            }
             esm_log("%s: %s", t->fullname, mysql_error(job->db));
             break;
         }
@@ -873,7 +966,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
             t->head = u;
         t->tail = u;
         MYSQL_ROW row;
-        int n = 0;
+        int n = 0, cut = 0;
         json_t *key = NULL;
         while ((row = mysql_fetch_row(res))) {
             unsigned long *lens = mysql_fetch_lengths(res);
@@ -896,11 +989,29 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
                 }
                 continue;
             }
-            esm_add_doc(job, u, t, id.p, id.len, body.p, body.len, version);
+            int f = t->ncols + t->nkeys; /* --poll-column's value */
+            esm_add_doc(job, u, t, id.p, id.len, body.p, body.len,
+                        job->poll_column ? esm_poll_version(row[f], row[f] ? lens[f] : 0)
+                                         : version);
             if ((n & 255) == 0)
                 esbulk_poll(job->eb, 0);
+            if (esm_interrupted) {
+                /* the page ends here: every row up to key was added */
+                cut = 1;
+                break;
+            }
         }
-        if (mysql_errno(job->db)) {
+        if (!cut && mysql_errno(job->db)) {
+            if (esm_interrupted) {
+                /* a blocking read cut by the signal (EINTR): a stop, not an
+                 * error; the rows read of this page stay unchecked */
+                u->open = 0;
+                u->blocked = 1;
+                mysql_free_result(res);
+                json_decref(key);
+                rc = 0;
+                break;
+            }
             esm_log("%s: reading rows: %s", t->fullname, mysql_error(job->db));
             u->open = 0;
             u->blocked = 1;
@@ -911,7 +1022,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         mysql_free_result(res);
         u->open = 0;
         u->key = key; /* NULL for an empty page */
-        if (n < job->page_rows && !job->stop)
+        if (n < job->page_rows && !job->stop && !cut)
             u->last = 1;
         json_decref(last);
         last = key ? json_incref(key) : NULL;
@@ -978,9 +1089,32 @@ static int run_snapshot(esm_job_t *job)
     if (esm_query(job, job->db, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ") ||
         esm_query(job, job->db, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"))
         return -1;
-    char *file, *gtid;
-    uint64_t pos;
-    if (snapshot_position(job, &file, &pos, &gtid)) {
+    char *file = NULL, *gtid = NULL;
+    uint64_t pos = 0;
+    if (job->poll_column) {
+        /* polling starts from the first snapshot's time less the lag: a row
+         * committed after the snapshot has a later value, or is at most
+         * --poll-lag older (the lag window's promise) */
+        if (!json_object_get(job->state, "start")) {
+            char q[128];
+            snprintf(q, sizeof(q), "SELECT NOW(6) - INTERVAL %.0f MICROSECOND",
+                     job->poll_lag * 1e6);
+            MYSQL_RES *res = query_res(job, q);
+            MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+            if (!row || !row[0]) {
+                if (res)
+                    mysql_free_result(res);
+                return -1;
+            }
+            json_t *st = json_object();
+            json_object_set_new(st, "poll_from", json_string(row[0]));
+            json_object_set_new(job->state, "start", st);
+            job->state_dirty = 1;
+            mysql_free_result(res);
+            esm_serve(job, 0, 1);
+        }
+        file = strdup("none.000000");
+    } else if (snapshot_position(job, &file, &pos, &gtid)) {
         if (!job->snapshot_only)
             return -1;
         file = strdup("none.000000");
@@ -988,7 +1122,7 @@ static int run_snapshot(esm_job_t *job)
     /* The binlog is followed from the first snapshot's position: rows below
      * a checkpoint were read then, and their later changes are in the binlog
      * from there on. */
-    if (!json_object_get(job->state, "start")) {
+    if (!job->poll_column && !json_object_get(job->state, "start")) {
         json_t *s = json_object();
         json_object_set_new(s, "file", json_string(file));
         json_object_set_new(s, "pos", json_integer((json_int_t)pos));
@@ -998,7 +1132,11 @@ static int run_snapshot(esm_job_t *job)
         esm_serve(job, 0, 1);
     }
     int64_t version = esm_version_of(file, pos);
-    if (!job->quiet)
+    if (!job->quiet && job->poll_column)
+        esm_log("snapshot; polling from %s", json_string_value(json_object_get(
+                                                  json_object_get(job->state, "start"),
+                                                  "poll_from")));
+    else if (!job->quiet)
         esm_log("snapshot at %s:%" PRIu64 " (gtid %s)", file, pos, gtid ? gtid : "-");
     free(file);
     free(gtid);
@@ -1009,7 +1147,8 @@ static int run_snapshot(esm_job_t *job)
             continue;
         rc = snapshot_table(job, t, version);
     }
-    esm_query(job, job->db, "COMMIT");
+    if (!esm_interrupted) /* else the connection may be cut (EINTR) */
+        esm_query(job, job->db, "COMMIT");
     return rc;
 }
 
@@ -1019,7 +1158,8 @@ static int run_snapshot(esm_job_t *job)
 enum {
     O_HOST = 256, O_PORT, O_USER, O_PASSWORD, O_SOCKET, O_DATABASE, O_URL, O_SET, O_CONFIG,
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
-    O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT
+    O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
+    O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE
 };
 
 static const struct option long_opts[] = {
@@ -1045,6 +1185,12 @@ static const struct option long_opts[] = {
     {"stats", required_argument, NULL, O_STATS},
     {"quiet", no_argument, NULL, O_QUIET},
     {"import-mode", no_argument, NULL, O_IMPORT},
+    {"poll-column", required_argument, NULL, O_POLL_COLUMN},
+    {"poll-lag", required_argument, NULL, O_POLL_LAG},
+    {"poll-interval", required_argument, NULL, O_POLL_INTERVAL},
+    {"create-index", no_argument, NULL, O_CREATE_INDEX},
+    {"shards", required_argument, NULL, O_SHARDS},
+    {"forcemerge", optional_argument, NULL, O_FORCEMERGE},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -1093,9 +1239,15 @@ static void write_stats(esm_job_t *job)
     json_object_set_new(o, "docs_superseded", json_integer((json_int_t)job->docs_conflict));
     json_object_set_new(o, "docs_failed", json_integer((json_int_t)job->docs_failed));
     json_object_set_new(o, "rows_unmappable", json_integer((json_int_t)job->rows_unmappable));
+    json_object_set_new(o, "docs_dropped", json_integer((json_int_t)job->docs_dropped));
+    json_object_set_new(o, "interrupted", json_boolean(esm_interrupted));
     json_object_set_new(o, "deletes", json_integer((json_int_t)job->deletes));
     json_object_set_new(o, "binlog_events", json_integer((json_int_t)job->binlog_events));
     json_object_set_new(o, "binlog_rows", json_integer((json_int_t)job->binlog_rows));
+    if (job->poll_column) {
+        json_object_set_new(o, "polls", json_integer((json_int_t)job->polls));
+        json_object_set_new(o, "poll_rows", json_integer((json_int_t)job->poll_rows));
+    }
     json_t *b = json_object_get(job->state, "binlog");
     json_object_set(o, "binlog_position", b ? b : json_null());
     if (job->nlags) {
@@ -1140,6 +1292,8 @@ int main(int argc, char **argv)
     job->user = "root";
     job->page_rows = 2000;
     job->server_id = 4242;
+    job->poll_lag = 5;
+    job->poll_interval = 1;
     snprintf(job->map.tz, sizeof(job->map.tz), "+00:00");
     char urls[4096] = "";
     char *sets[128];
@@ -1203,6 +1357,31 @@ int main(int argc, char **argv)
         case O_STATS: job->stats_path = optarg; break;
         case O_QUIET: job->quiet = 1; break;
         case O_IMPORT: job->import_mode = 1; break;
+        case O_POLL_COLUMN: job->poll_column = optarg; break;
+        case O_CREATE_INDEX: job->create_index = 1; break;
+        case O_SHARDS:
+            job->shards = atoi(optarg);
+            if (job->shards < 1 || job->shards > 1024)
+                return usage_error("--shards: 1 to 1024");
+            break;
+        case O_FORCEMERGE:
+            job->forcemerge = optarg ? atoi(optarg) : 1;
+            if (job->forcemerge < 1 || job->forcemerge > 1000)
+                return usage_error("--forcemerge[=N]: N segments, 1 to 1000");
+            break;
+        case O_POLL_LAG:
+        case O_POLL_INTERVAL: {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (*end || !(v >= 0 && v <= 86400) || (c == O_POLL_INTERVAL && v < 0.01))
+                return usage_error(c == O_POLL_LAG ? "--poll-lag: 0 to 86400 seconds"
+                                                   : "--poll-interval: 0.01 to 86400 seconds");
+            if (c == O_POLL_LAG)
+                job->poll_lag = v;
+            else
+                job->poll_interval = v;
+            break;
+        }
         case O_HELP: fputs(help_text, stdout); return 0;
         default: fputs(usage_text, stderr); return ESM_EXIT_USAGE;
         }
@@ -1247,6 +1426,22 @@ int main(int argc, char **argv)
         json_object_del(job->state, "binlog");
         json_object_del(job->state, "tables");
     }
+    {
+        /* a state file belongs to one way of following: the documents'
+         * versions differ (binlog positions, or --poll-column times) */
+        json_t *start = json_object_get(job->state, "start");
+        int polled = json_object_get(start, "poll_from") != NULL;
+        int binlogged = json_object_get(job->state, "binlog") != NULL ||
+                        json_object_get(start, "file") != NULL;
+        if (job->poll_column ? binlogged : polled) {
+            rc = usage_error(job->poll_column
+                                 ? "the state file follows the binlog: --poll-column needs a "
+                                   "new state file (or --resnapshot into a new index)"
+                                 : "the state file was made with --poll-column: give it again "
+                                   "(or --resnapshot into a new index)");
+            goto out;
+        }
+    }
 
     /* MySQL */
     job->db = mysql_init(NULL);
@@ -1276,6 +1471,10 @@ int main(int argc, char **argv)
             json_t *k = json_object_get(ts, "key");
             if (json_is_array(k) && json_array_size(k) == (size_t)t->nkeys)
                 t->ack_key = json_incref(k);
+            json_t *pk = json_object_get(ts, "poll");
+            if (job->poll_column && json_is_array(pk) &&
+                json_array_size(pk) == (size_t)t->nkeys + 1)
+                t->poll_key = json_incref(pk);
             t->done = json_is_true(json_object_get(ts, "done"));
         }
     }
@@ -1311,7 +1510,15 @@ int main(int argc, char **argv)
         }
         esbulk_conf_set_result_cb(conf, on_result);
         esbulk_conf_set_opaque(conf, job);
+        /* the engine's threads never take SIGINT/SIGTERM: this thread does,
+         * so that a blocking MySQL read returns (EINTR) and the flag is seen */
+        sigset_t stops, old;
+        sigemptyset(&stops);
+        sigaddset(&stops, SIGINT);
+        sigaddset(&stops, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stops, &old);
         job->eb = esbulk_new(conf, errstr, sizeof(errstr));
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         esbulk_conf_destroy(conf);
         if (!job->eb) {
             esm_log("%s", errstr);
@@ -1321,7 +1528,7 @@ int main(int argc, char **argv)
     }
 
     /* a position to follow from must still be on the server */
-    if (!job->snapshot_only) {
+    if (!job->snapshot_only && !job->poll_column) {
         json_t *b = json_object_get(job->state, "binlog");
         if (!b)
             b = json_object_get(job->state, "start");
@@ -1341,10 +1548,12 @@ int main(int argc, char **argv)
         }
     }
 
-    {
-        int pending = 0;
-        for (int i = 0; i < job->ntables; i++)
-            pending += !job->tables[i].done;
+    if (job->create_index && esm_create_indices(job))
+        job->fatal = 1;
+    int pending = 0;
+    for (int i = 0; i < job->ntables; i++)
+        pending += !job->tables[i].done;
+    if (!job->fatal) {
         /* a run that died in import mode left the saved values: with
          * --import-mode they are kept (the snapshot goes on), else restored */
         if (pending && job->import_mode) {
@@ -1354,20 +1563,26 @@ int main(int argc, char **argv)
             job->fatal = 1;
         }
     }
-    if (!job->fatal && run_snapshot(job))
+    if (!job->fatal && run_snapshot(job) && !esm_interrupted)
         job->fatal = 1;
-    /* every snapshot document acknowledged before the binlog phase */
-    while (!job->fatal && esbulk_pending(job->eb) > 0)
-        esm_serve(job, 100, 0);
-    esm_serve(job, 0, 1);
+    /* every snapshot document acknowledged before the binlog phase (after a
+     * signal: what is acknowledged within the grace, the rest dropped) */
+    esm_drain(job);
     int snapshot_done = 1;
     for (int i = 0; i < job->ntables; i++)
         snapshot_done &= job->tables[i].done;
+    /* --forcemerge after a snapshot completed in this run, before the
+     * replicas come back (they then copy the merged segments) */
+    if (job->forcemerge && pending && snapshot_done && !esm_interrupted && !job->fatal &&
+        !job->stop) {
+        esm_drain(job);
+        if (esm_forcemerge(job))
+            job->fatal = 1;
+    }
     /* the index's own settings back, before following the binlog (also
      * after a signal or a failure) */
     if (json_object_get(job->state, "import")) {
-        esbulk_flush(job->eb, 30000);
-        esm_serve(job, 0, 1);
+        esm_drain(job);
         if (esm_import_restore(job))
             job->fatal = 1;
         esm_serve(job, 0, 1);
@@ -1382,32 +1597,41 @@ int main(int argc, char **argv)
                 secs, secs > 0 ? (double)rows / secs : 0.0);
     }
     if (snapshot_done && !job->snapshot_only && !job->stop && !job->fatal && !esm_interrupted) {
-        if (!json_object_get(job->state, "binlog")) {
+        if (!job->poll_column && !json_object_get(job->state, "binlog")) {
             json_object_set(job->state, "binlog", json_object_get(job->state, "start"));
             job->state_dirty = 1;
             esm_serve(job, 0, 1);
         }
-        int brc = esm_binlog_follow(job);
+        int brc = job->poll_column ? esm_poll_follow(job) : esm_binlog_follow(job);
         if (brc == ESM_EXIT_PURGED)
             rc = brc;
         else if (brc)
             job->fatal = 1;
     }
-    esbulk_flush(job->eb, 30000);
-    esm_serve(job, 0, 1);
+    esm_drain(job);
+    if (!job->closed) { /* after a runtime error: what is buffered still */
+        esbulk_flush(job->eb, 30000);
+        esm_serve(job, 0, 1);
+    }
+    snapshot_done = 1;
+    for (int i = 0; i < job->ntables; i++)
+        snapshot_done &= job->tables[i].done;
+    /* cut short by a signal: the snapshot, or --catch-up, is not complete */
+    int incomplete = !snapshot_done || (job->catch_up && !job->snapshot_only && !job->caught_up);
     if (rc != ESM_EXIT_PURGED && rc != ESM_EXIT_USAGE)
         rc = (job->fatal || job->docs_failed || job->rows_unmappable || job->stop)
                  ? ESM_EXIT_FAILED
-                 : 0;
+             : esm_interrupted && incomplete ? ESM_EXIT_INTERRUPTED
+                                             : 0;
     show_progress(job, 1);
     if (!job->quiet || rc)
         esm_log("%s: %" PRIu64 " documents sent, %" PRIu64 " indexed, %" PRIu64
-                " superseded, %" PRIu64 " failed, %" PRIu64 " rows unmappable, %" PRIu64
-                " binlog rows",
+                " superseded, %" PRIu64 " failed, %" PRIu64 " dropped at the stop, %" PRIu64
+                " rows unmappable, %" PRIu64 " binlog rows",
                 esm_interrupted ? "stopped by a signal" : job->stop ? "stopped at a failure"
                                                                     : "done",
                 job->docs_added, job->docs_indexed, job->docs_conflict, job->docs_failed,
-                job->rows_unmappable, job->binlog_rows);
+                job->docs_dropped, job->rows_unmappable, job->binlog_rows);
     write_stats(job);
 out:
     if (job->eb)
@@ -1428,6 +1652,7 @@ out:
         for (int j = 0; j < t->ncols; j++) {
             free(t->cols[j].name);
             free(t->cols[j].field);
+            free(t->cols[j].sqltype);
         }
         for (int j = 0; j < t->nkeys; j++) {
             free(t->keys[j].name);
@@ -1436,6 +1661,8 @@ out:
         free(t->cols);
         free(t->keys);
         json_decref(t->ack_key);
+        json_decref(t->poll_key);
+        json_decref(t->poll_read);
         while (t->head) {
             esm_unit_t *u = t->head;
             t->head = u->next;

@@ -2,8 +2,9 @@
  * esbulk-mysql: shared declarations of its modules.
  *   config.c   the configuration file (tables, indices, columns, id columns)
  *   rowjson.c  MySQL/MariaDB text-protocol values to JSON (the type mapping)
- *   state.c    the state file (checkpoints, binlog position), written atomically
  *   binlog.c   following the binary log (MariaDB Connector/C replication API)
+ *   poll.c     --poll-column: polling (column, key) instead of the binlog
+ *   import.c   --import-mode, --create-index, --forcemerge (index requests)
  *   esbulk_mysql.c  options, the snapshot, results and checkpoints
  */
 #ifndef ESM_H
@@ -43,6 +44,10 @@ int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
 int esm_json_string(esm_buf_t *out, const char *s, size_t len);
 /* 1 when s[0..len) is valid UTF-8. */
 int esm_utf8_valid(const char *s, size_t len);
+/* --poll-column: the external version of a DATETIME/TIMESTAMP value (text,
+ * "YYYY-MM-DD HH:MM:SS[.ffffff]"): microseconds since 1970-01-01 (0 for
+ * NULL, a zero date, or a time before 1970). */
+int64_t esm_poll_version(const char *v, size_t len);
 
 /* The configuration file. */
 typedef struct {

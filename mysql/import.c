@@ -21,9 +21,17 @@ static size_t on_body(char *p, size_t size, size_t n, void *opaque)
     return esm_buf_add(b, p, size * n) ? 0 : size * n;
 }
 
-/* One request; *status gets the HTTP status; the body in out. */
-static int http(esm_job_t *job, const char *method, const char *path, const char *body,
-                long *status, esm_buf_t *out)
+/* A request waited on without limit is cut short by a signal. */
+static int on_progress(void *opaque, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)opaque, (void)dt, (void)dn, (void)ut, (void)un;
+    return esm_interrupted ? 1 : 0;
+}
+
+/* One request (timeout_s 0: no limit, but a signal ends it); *status gets
+ * the HTTP status; the body in out. */
+static int http_t(esm_job_t *job, const char *method, const char *path, const char *body,
+                  long *status, esm_buf_t *out, long timeout_s)
 {
     char url[2048];
     snprintf(url, sizeof(url), "%s%s", job->import_url, path);
@@ -33,12 +41,19 @@ static int http(esm_job_t *job, const char *method, const char *path, const char
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     out->len = 0;
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L); /* no body is coming */
+    else
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (!timeout_s) {
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     CURLcode rc = curl_easy_perform(c);
@@ -46,10 +61,17 @@ static int http(esm_job_t *job, const char *method, const char *path, const char
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     if (rc != CURLE_OK) {
-        esm_log("%s %s: %s", method, url, curl_easy_strerror(rc));
+        if (!(rc == CURLE_ABORTED_BY_CALLBACK && esm_interrupted))
+            esm_log("%s %s: %s", method, url, curl_easy_strerror(rc));
         return -1;
     }
     return 0;
+}
+
+static int http(esm_job_t *job, const char *method, const char *path, const char *body,
+                long *status, esm_buf_t *out)
+{
+    return http_t(job, method, path, body, status, out, 60L);
 }
 
 static int put_settings(esm_job_t *job, const char *index, json_t *values)
@@ -166,4 +188,155 @@ int esm_import_begin(esm_job_t *job)
     if (rc == 0 && !job->quiet)
         esm_log("import mode: refresh_interval -1, number_of_replicas 0, translog async");
     return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * --create-index and --forcemerge.
+ */
+json_t *esm_field_mapping(const esm_job_t *job, const esm_col_t *c)
+{
+    const char *st = c->sqltype ? c->sqltype : "";
+    int is_unsigned = strstr(st, "unsigned") != NULL;
+    const char *type = "keyword";
+    json_t *m = json_object();
+    switch (c->kind) {
+    case ESM_K_INT:
+        if (!strncmp(st, "bigint", 6))
+            type = is_unsigned ? "unsigned_long" : "long";
+        else if (!strncmp(st, "int", 3))
+            type = is_unsigned ? "long" : "integer";
+        else
+            type = "integer"; /* tinyint, smallint, mediumint: signed or not */
+        break;
+    case ESM_K_BOOL: type = "boolean"; break;
+    case ESM_K_FLOAT: type = !strncmp(st, "float", 5) ? "float" : "double"; break;
+    case ESM_K_DECIMAL: {
+        if (!job->map.decimal_number) {
+            type = "keyword"; /* the exact digits, as sent */
+            break;
+        }
+        int p = 10, sc = 0;
+        const char *paren = strchr(st, '(');
+        if (paren)
+            sscanf(paren, "(%d,%d)", &p, &sc);
+        if (p <= 18 && sc <= 18) {
+            /* exact at the column's scale: value * 10^scale in a long */
+            double f = 1;
+            for (int i = 0; i < sc; i++)
+                f *= 10;
+            if (sc == 0) {
+                type = "long";
+            } else {
+                type = "scaled_float";
+                json_object_set_new(m, "scaling_factor", json_real(f));
+            }
+        } else {
+            type = "double";
+        }
+        break;
+    }
+    case ESM_K_DATE: case ESM_K_DATETIME: type = "date"; break;
+    case ESM_K_TIME: type = "keyword"; break;
+    case ESM_K_YEAR: type = "short"; break;
+    case ESM_K_BIT: type = "unsigned_long"; break;
+    case ESM_K_ENUM: case ESM_K_SET: type = "keyword"; break;
+    case ESM_K_JSON: type = "object"; break;
+    case ESM_K_BINARY: type = "binary"; break;
+    case ESM_K_TEXT: {
+        type = "text";
+        json_t *kw = json_object();
+        json_object_set_new(kw, "type", json_string("keyword"));
+        json_object_set_new(kw, "ignore_above", json_integer(256));
+        json_t *fields = json_object();
+        json_object_set_new(fields, "keyword", kw);
+        json_object_set_new(m, "fields", fields);
+        break;
+    }
+    }
+    json_object_set_new(m, "type", json_string(type));
+    return m;
+}
+
+int esm_create_indices(esm_job_t *job)
+{
+    for (int i = 0; i < job->ntables; i++) {
+        esm_table_t *t = &job->tables[i];
+        char path[1024];
+        snprintf(path, sizeof(path), "/%s", t->index);
+        esm_buf_t out = {0};
+        long status = 0;
+        if (http(job, "HEAD", path, NULL, &status, &out)) {
+            esm_buf_free(&out);
+            return -1;
+        }
+        if (status == 200) { /* there already (an index, alias or data stream) */
+            esm_buf_free(&out);
+            continue;
+        }
+        json_t *props = json_object();
+        for (int j = 0; j < t->ncols; j++)
+            json_object_set_new(props, t->cols[j].field, esm_field_mapping(job, &t->cols[j]));
+        json_t *body = json_object();
+        json_t *mappings = json_object();
+        json_object_set_new(mappings, "properties", props);
+        json_object_set_new(body, "mappings", mappings);
+        if (job->shards) {
+            json_t *idx = json_object();
+            json_object_set_new(idx, "number_of_shards", json_integer(job->shards));
+            json_t *settings = json_object();
+            json_object_set_new(settings, "index", idx);
+            json_object_set_new(body, "settings", settings);
+        }
+        char *text = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        int rc = http(job, "PUT", path, text, &status, &out);
+        free(text);
+        if (rc == 0 && status != 200 &&
+            !(status == 400 && out.p && strstr(out.p, "resource_already_exists_exception"))) {
+            esm_log("cannot create index %s: HTTP %ld: %.300s", t->index, status,
+                    out.p ? out.p : "");
+            rc = -1;
+        } else if (rc == 0 && status == 200 && !job->quiet) {
+            esm_log("%s: created (%d fields mapped from %s)", t->index, t->ncols, t->fullname);
+        }
+        esm_buf_free(&out);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+int esm_forcemerge(esm_job_t *job)
+{
+    for (int i = 0; i < job->ntables; i++) {
+        const char *index = job->tables[i].index;
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= !strcmp(job->tables[j].index, index);
+        if (seen)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof(path), "/%s/_forcemerge?max_num_segments=%d", index,
+                 job->forcemerge);
+        esm_buf_t out = {0};
+        long status = 0;
+        int64_t t0 = esm_now_ns();
+        int rc = http_t(job, "POST", path, NULL, &status, &out, 0L);
+        if (rc && esm_interrupted) {
+            esm_buf_free(&out);
+            esm_log("%s: forcemerge left to the cluster (stopped by a signal)", index);
+            return 0;
+        }
+        if (rc == 0 && status != 200) {
+            esm_log("POST %s: HTTP %ld: %.300s", path, status, out.p ? out.p : "");
+            rc = -1;
+        } else if (rc == 0 && !job->quiet) {
+            esm_log("%s: merged down to %d segment%s per shard in %.1f s", index, job->forcemerge,
+                    job->forcemerge == 1 ? "" : "s", (double)(esm_now_ns() - t0) / 1e9);
+        }
+        esm_buf_free(&out);
+        if (rc)
+            return -1;
+    }
+    return 0;
 }

@@ -16,11 +16,17 @@
 #define ESM_EXIT_FAILED 1
 #define ESM_EXIT_USAGE 2
 #define ESM_EXIT_PURGED 3
+#define ESM_EXIT_INTERRUPTED 4
+
+/* After SIGINT/SIGTERM: documents already added get this long to be
+ * acknowledged; the rest are dropped (read again at the next start). */
+#define ESM_STOP_GRACE_MS 2000
 
 typedef struct {
     char *name;          /* column name in the table */
     char *field;         /* field name in the document */
     esm_kind_t kind;
+    char *sqltype;       /* COLUMN_TYPE, e.g. "decimal(10,2)" (--create-index) */
     int ordinal;         /* 0-based position in the table (binlog row images) */
     int is_signed;
 } esm_col_t;
@@ -37,6 +43,7 @@ typedef struct esm_unit_s {
     int last;                 /* the table's last page: the snapshot is complete */
     int blocked;              /* a document failed with --on-error stop */
     int open;                 /* documents are still being added: not done yet */
+    int poll;                 /* a --poll-column page: key is [column value, key...] */
     json_t *key;              /* the last key (array of strings), owned */
     char *file;               /* binlog batches: the position after them */
     uint64_t pos;
@@ -50,9 +57,11 @@ typedef struct esm_table_s {
     int ncols;
     esm_col_t *keys;                 /* the key (id) columns, in key order */
     int nkeys;
-    char *select_list;               /* output columns, then the key columns */
+    char *select_list;               /* output columns, the key columns, [the poll column] */
     int done;                        /* snapshot complete */
     json_t *ack_key;                 /* highest key with every row up to it acked */
+    json_t *poll_key;                /* --poll-column: [value, key...] acked up to */
+    json_t *poll_read;               /* --poll-column: [value, key...] read up to */
     esm_unit_t *head, *tail;         /* pages in order */
     uint64_t rows_read, rows_failed;
     uint64_t approx_rows;            /* information_schema estimate (progress) */
@@ -75,6 +84,11 @@ typedef struct {
     int on_error_stop;
     int snapshot_only, catch_up, resnapshot, quiet;
     int import_mode;
+    const char *poll_column;  /* --poll-column: poll instead of the binlog */
+    int create_index;         /* --create-index */
+    int shards;               /* --shards (0: the cluster's default) */
+    int forcemerge;           /* --forcemerge[=N]: max_num_segments, 0: none */
+    double poll_lag, poll_interval; /* seconds */
     char import_url[1024];  /* the first --url: settings requests */
     unsigned server_id;
     esm_map_opts_t map;
@@ -97,8 +111,12 @@ typedef struct {
     FILE *dead;
     /* counters */
     uint64_t docs_added, docs_indexed, docs_conflict, docs_failed, rows_unmappable;
-    uint64_t deletes, binlog_events, binlog_rows;
+    uint64_t deletes, binlog_events, binlog_rows, poll_rows, polls;
     int stop;          /* --on-error stop triggered */
+    int closing;       /* stopping after a signal: results of ESBULK_ERR_CLOSED are drops */
+    int closed;        /* the engine is closed (after a signal) */
+    int caught_up;     /* --catch-up reached its target position */
+    uint64_t docs_dropped; /* not acknowledged when a signal stopped the job */
     int fatal;         /* a runtime error: exit 1 */
     /* progress */
     int progress;
@@ -120,6 +138,13 @@ int esm_query(esm_job_t *job, MYSQL *db, const char *sql);
 /* Serves results (wait_ms), advances checkpoints, writes the state file when
  * due (force: now). */
 void esm_serve(esm_job_t *job, int wait_ms, int force_state);
+/* After a signal: gives what was added ESM_STOP_GRACE_MS to be acknowledged,
+ * closes the engine (the rest dropped, their units never complete), serves
+ * the results and writes the state. Once. */
+void esm_stop_engine(esm_job_t *job);
+/* Serves until every document added has its result (or a signal: then
+ * esm_stop_engine), and writes the state. */
+void esm_drain(esm_job_t *job);
 /* Adds one document (body NULL: delete) for table with the given external
  * version, into unit; handles a full buffer and refusals. */
 void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *id,
@@ -139,12 +164,29 @@ void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const ch
                      const char *body, size_t body_len);
 /* The external version of a binlog position: file number << 32 | offset. */
 int64_t esm_version_of(const char *file, uint64_t pos);
+/* Appends `name` quoted as an identifier. */
+void esm_quote_ident(esm_buf_t *b, const char *name);
+/* Appends (k1,...,kn) > (v1,...,vn) as k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND
+ * (k2 > v2 OR ...))), the values taken from key[from...]. */
+void esm_key_greater(esm_job_t *job, esm_table_t *t, json_t *key, size_t from, esm_buf_t *q);
+
+/* poll.c: --poll-column. Polls every table after its poll position until a signal (or, with
+ * --catch-up, until a poll finds nothing more). Returns an exit status. */
+int esm_poll_follow(esm_job_t *job);
 
 /* import.c: --import-mode. begin saves each index's settings in the state
  * (unless saved already) and sets the fast ones; restore puts the saved
  * ones back and drops them from the state. 0, or -1 with a message. */
 int esm_import_begin(esm_job_t *job);
 int esm_import_restore(esm_job_t *job);
+/* --create-index: creates each target index that does not exist, with
+ * --shards and a mapping from its table's column types. 0, or -1. */
+int esm_create_indices(esm_job_t *job);
+/* The mapping of one column (new reference). */
+json_t *esm_field_mapping(const esm_job_t *job, const esm_col_t *c);
+/* --forcemerge: each index merged down to job->forcemerge segments. 0, or -1
+ * (a signal cuts the wait short: 0). */
+int esm_forcemerge(esm_job_t *job);
 
 /* binlog.c: follows the binary log from the state's position. Returns an
  * exit status (0: stopped as asked). */

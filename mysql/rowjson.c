@@ -315,3 +315,41 @@ int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
     snprintf(why, why_size, "value \"%.*s\" does not map to JSON", (int)(len > 40 ? 40 : len), v);
     return -1;
 }
+
+/* --poll-column's document versions (poll.c). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+int64_t esm_poll_version(const char *v, size_t len)
+{
+    /* YYYY-MM-DD[ HH:MM:SS[.ffffff]] */
+    if (!v || len < 10)
+        return 0;
+    char b[40];
+    if (len >= sizeof(b))
+        len = sizeof(b) - 1;
+    memcpy(b, v, len);
+    b[len] = '\0';
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+    char frac[8] = "";
+    int n = sscanf(b, "%4d-%2d-%2d %2d:%2d:%2d.%6[0-9]", &y, &mo, &d, &h, &mi, &s, frac);
+    if (n < 3 || mo < 1 || mo > 12 || d < 1 || d > 31)
+        return 0;
+    int64_t us = 0;
+    if (n >= 7) {
+        size_t fl = strlen(frac);
+        us = strtoll(frac, NULL, 10);
+        for (size_t i = fl; i < 6; i++)
+            us *= 10;
+    }
+    int64_t secs = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s;
+    int64_t ver = secs * 1000000 + us;
+    return ver < 0 ? 0 : ver;
+}

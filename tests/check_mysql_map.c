@@ -78,6 +78,27 @@ START_TEST(test_bit_set_binary_json)
 }
 END_TEST
 
+/* --poll-column's versions: microseconds since 1970, ordered as the values */
+START_TEST(test_poll_version)
+{
+#define PV(s) esm_poll_version(s, sizeof(s) - 1)
+    ck_assert_int_eq(PV("1970-01-01 00:00:00"), 0);
+    ck_assert_int_eq(PV("1970-01-02 00:00:01"), 86401000000LL);
+    ck_assert_int_eq(PV("2000-03-01 00:00:00"), 951868800000000LL); /* after a leap day */
+    ck_assert_int_eq(PV("2024-01-01 00:00:00"), 1704067200000000LL);
+    ck_assert_int_eq(PV("2024-01-01 00:00:00.5"), 1704067200500000LL);
+    ck_assert_int_eq(PV("2024-01-01 00:00:00.000123"), 1704067200000123LL);
+    ck_assert_int_eq(PV("2024-02-29 23:59:59.999999"), 1709251199999999LL);
+    ck_assert_int_lt(PV("2026-12-03 17:39:43"), PV("2026-12-03 17:39:43.000001"));
+    ck_assert_int_lt(PV("2026-12-31 23:59:59.999999"), PV("2027-01-01 00:00:00"));
+    ck_assert_int_eq(PV("0000-00-00 00:00:00"), 0);
+    ck_assert_int_eq(PV("1969-12-31 23:59:59"), 0);
+    ck_assert_int_eq(esm_poll_version(NULL, 0), 0);
+    ck_assert_int_eq(PV("garbage"), 0);
+#undef PV
+}
+END_TEST
+
 START_TEST(test_text_and_utf8)
 {
     ck_assert_str_eq(MAP(ESM_K_TEXT, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
@@ -102,6 +123,7 @@ int main(void)
     tcase_add_test(tc, test_dates);
     tcase_add_test(tc, test_bit_set_binary_json);
     tcase_add_test(tc, test_text_and_utf8);
+    tcase_add_test(tc, test_poll_version);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
