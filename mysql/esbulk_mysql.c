@@ -224,6 +224,21 @@ void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_b
 /* ------------------------------------------------------------------------
  * Dead letters and results.
  */
+int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char *phase,
+                       const char *id, const char *why)
+{
+    job->rows_unmappable++;
+    t->rows_failed++;
+    esm_dead_letter(job, phase, t, id, why, 0, NULL, NULL, 0);
+    if (job->rows_unmappable <= 5)
+        esm_log("%s %s: %s", t->fullname, id, why);
+    if (!job->on_error_stop)
+        return 0;
+    u->blocked = 1;
+    job->stop = 1;
+    return 1;
+}
+
 void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *id,
                      const char *reason, int32_t status, const char *error_type,
                      const char *body, size_t body_len)
@@ -977,16 +992,8 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
             esm_key_id(t, key, &id);
             char why[300];
             if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-                job->rows_unmappable++;
-                t->rows_failed++;
-                esm_dead_letter(job, "snapshot", t, id.p, why, 0, NULL, NULL, 0);
-                if (job->rows_unmappable <= 5)
-                    esm_log("%s %s: %s", t->fullname, id.p, why);
-                if (job->on_error_stop) {
-                    u->blocked = 1;
-                    job->stop = 1;
+                if (esm_row_unmappable(job, u, t, "snapshot", id.p, why))
                     break;
-                }
                 continue;
             }
             int f = t->ncols + t->nkeys; /* --poll-column's value */

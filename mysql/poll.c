@@ -127,16 +127,8 @@ static int poll_page(esm_job_t *job, esm_table_t *t)
         json_decref(key);
         char why[300];
         if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-            job->rows_unmappable++;
-            t->rows_failed++;
-            esm_dead_letter(job, "poll", t, id.p, why, 0, NULL, NULL, 0);
-            if (job->rows_unmappable <= 5)
-                esm_log("%s %s: %s", t->fullname, id.p, why);
-            if (job->on_error_stop) {
-                u->blocked = 1;
-                job->stop = 1;
+            if (esm_row_unmappable(job, u, t, "poll", id.p, why))
                 break;
-            }
             continue;
         }
         esm_add_doc(job, u, t, id.p, id.len, body.p, body.len,
