@@ -6,11 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Records per slab, bytes per block, blocks kept for reuse. A document's
- * lines larger than a quarter of a block get an allocation of their own. */
+/* Records per slab, bytes per block. A document's lines larger than a
+ * quarter of a block get an allocation of their own.
+ *
+ * A block whose documents all let go is kept as a spare, whatever their
+ * number: a new block would have the kernel fault in and zero its 256 pages
+ * again, and that was a quarter of the client's CPU once the buffer was full
+ * (blocks retired and taken at the rate of the cluster's answers). Spares
+ * and blocks in use together never exceed the most that were ever in use at
+ * once, which the buffer's limits bound. Spares that stay unused for a whole
+ * SPARE_TRIM_MS are freed by esbulk__docmem_spares_trim, down to
+ * SPARE_BLOCKS. */
 #define SLAB_DOCS 256
 #define BLOCK_BYTES ((size_t)1 << 20)
 #define SPARE_BLOCKS 4
+#define SPARE_TRIM_MS 5000
 
 typedef struct esbulk__block_s {
     atomic_size_t refs;     /* documents with lines here, + 1 while it is the current block */
@@ -31,7 +41,9 @@ struct esbulk__docmem_s {
     slab_t *slabs;
     block_t *cur;           /* lines go here */
     block_t *spare;
-    int nspare;
+    size_t nspare;
+    size_t spare_low;       /* the fewest spares since the last trim */
+    int64_t next_trim_ms;   /* 0: not yet started */
 };
 
 esbulk__docmem_t *esbulk__docmem_new(void)
@@ -51,16 +63,49 @@ static void block_unref(block_t *b)
 
     if (atomic_fetch_sub(&b->refs, 1) != 1)
         return;
+    /* kept: its pages stay mapped, a new block would fault them in */
     pthread_mutex_lock(&dm->lock);
-    if (dm->nspare < SPARE_BLOCKS) {
-        /* kept: its pages stay mapped, a new block would fault them in */
-        b->next = dm->spare;
-        dm->spare = b;
-        dm->nspare++;
-        b = NULL;
-    }
+    b->next = dm->spare;
+    dm->spare = b;
+    dm->nspare++;
     pthread_mutex_unlock(&dm->lock);
-    free(b);
+}
+
+void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms)
+{
+    block_t *drop = NULL, *b;
+    size_t n;
+
+    pthread_mutex_lock(&dm->lock);
+    if (dm->next_trim_ms != 0 && now_ms < dm->next_trim_ms) {
+        pthread_mutex_unlock(&dm->lock);
+        return;
+    }
+    /* the first call only starts the period */
+    n = dm->next_trim_ms == 0 || dm->spare_low <= SPARE_BLOCKS ? 0 : dm->spare_low - SPARE_BLOCKS;
+    while (n-- > 0 && (b = dm->spare) != NULL) {
+        dm->spare = b->next;
+        dm->nspare--;
+        b->next = drop;
+        drop = b;
+    }
+    dm->spare_low = dm->nspare;
+    dm->next_trim_ms = now_ms + SPARE_TRIM_MS;
+    pthread_mutex_unlock(&dm->lock);
+    while ((b = drop) != NULL) {
+        drop = b->next;
+        free(b);
+    }
+}
+
+size_t esbulk__docmem_spares(esbulk__docmem_t *dm)
+{
+    size_t n;
+
+    pthread_mutex_lock(&dm->lock);
+    n = dm->nspare;
+    pthread_mutex_unlock(&dm->lock);
+    return n;
 }
 
 void esbulk__docmem_destroy(esbulk__docmem_t *dm)
@@ -91,7 +136,8 @@ static block_t *block_new(esbulk__docmem_t *dm)
 
     if (b != NULL) {
         dm->spare = b->next;
-        dm->nspare--;
+        if (--dm->nspare < dm->spare_low)
+            dm->spare_low = dm->nspare;
     } else if ((b = malloc(sizeof(*b) + BLOCK_BYTES)) == NULL) {
         return NULL;
     }

@@ -21,6 +21,15 @@ esbulk__docmem_t *esbulk__docmem_new(void);
 /* Frees the slabs and blocks: every record must have been given back. */
 void esbulk__docmem_destroy(esbulk__docmem_t *dm);
 
+/* Frees the spare blocks (those no document holds) that stayed unused since
+ * the previous call, if that was SPARE_TRIM_MS (5 s) or more before now_ms,
+ * keeping a few; the first call starts the period. Called by the I/O
+ * thread now and then, so that memory a burst needed goes back once the
+ * burst is over. */
+void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms);
+/* How many spare blocks are kept (tests, statistics). */
+size_t esbulk__docmem_spares(esbulk__docmem_t *dm);
+
 /* A zeroed record (d->dm set) and, when lines_max > 0, room for up to
  * lines_max bytes of request lines plus a NUL at *lines (in a block, or an
  * allocation of its own for a large document); d->lines is left NULL for

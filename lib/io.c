@@ -4,6 +4,7 @@
  * an answer for the core, hands metadata reads to the topology thread
  * (fetch.c) and their answers back, and hands outcomes to the callers. It
  * never blocks on anything but curl_multi_poll. */
+#include "docmem.h"
 #include "engine.h"
 #include "fetch.h"
 
@@ -497,6 +498,7 @@ static void *io_main(void *arg)
             io->idle_snapshot = esbulk__core_inflight(io->core) == 0;
             snapshot(eb, io, now);
             io->next_snapshot_ms = now + SNAPSHOT_MS;
+            esbulk__docmem_spares_trim(eb->dm, now);
         }
         due = esbulk__core_next_deadline(io->core, now);
         if (due - now > MAX_WAIT_MS)

@@ -131,6 +131,55 @@ START_TEST(test_current_block_rewinds_when_empty)
 }
 END_TEST
 
+/* Blocks that all their documents let go are kept for reuse, however many
+ * (a new one would be faulted in and zeroed by the kernel again: a quarter
+ * of the client's CPU once the buffer is full), and handed out again before
+ * any new one; spares unused for a whole trim period are freed down to a
+ * few, and only those. */
+START_TEST(test_spares_kept_reused_trimmed)
+{
+    enum { DOCS = 12 * 4096 }; /* 12 MiB of 256-byte lines: ~12 blocks */
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    static esbulk__doc_t *docs[DOCS];
+    size_t i, kept;
+
+    ck_assert_ptr_nonnull(dm);
+    for (i = 0; i < DOCS; i++)
+        docs[i] = take_filled(dm, 255, 255, (unsigned)i);
+    for (i = 0; i < DOCS; i++)
+        esbulk__doc_free(docs[i]);
+    kept = esbulk__docmem_spares(dm);
+    ck_assert_uint_ge(kept, 10); /* every retired block, not only 4 */
+
+    /* the same load again takes the spares, not new blocks */
+    for (i = 0; i < DOCS; i++)
+        docs[i] = take_filled(dm, 255, 255, (unsigned)i);
+    ck_assert_uint_le(esbulk__docmem_spares(dm), 1);
+    for (i = 0; i < DOCS; i++)
+        ck_assert(intact(docs[i]));
+    for (i = 0; i < DOCS; i++)
+        esbulk__doc_free(docs[i]);
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), kept);
+
+    /* the first trim starts the period; one before its end frees nothing */
+    esbulk__docmem_spares_trim(dm, 1000);
+    esbulk__docmem_spares_trim(dm, 5999);
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), kept);
+    /* two of them used within the next period (the current block takes the
+     * first 4096): those two stay beyond the 4 */
+    docs[0] = take_filled(dm, 255, 255, 0);
+    for (i = 1; i < 2 * 4096 + 1; i++)
+        docs[i] = take_filled(dm, 255, 255, (unsigned)i);
+    for (i = 0; i < 2 * 4096 + 1; i++)
+        esbulk__doc_free(docs[i]);
+    esbulk__docmem_spares_trim(dm, 6000);
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), 4 + 2);
+    esbulk__docmem_spares_trim(dm, 11000);              /* a whole idle period */
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), 4);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 START_TEST(test_large_and_empty)
 {
     esbulk__docmem_t *dm = esbulk__docmem_new();
@@ -243,6 +292,7 @@ int main(void)
     tcase_add_test(tc, test_blocks_reused_only_when_empty);
     tcase_add_test(tc, test_large_and_empty);
     tcase_add_test(tc, test_current_block_rewinds_when_empty);
+    tcase_add_test(tc, test_spares_kept_reused_trimmed);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
