@@ -1126,7 +1126,7 @@ int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
 
 static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *target, int64_t now)
 {
-    size_t max_docs = c->cf.flush.flush_docs, n = 0, bytes = 0, i;
+    size_t max_docs = c->cf.flush.flush_docs, n, bytes = 0;
     esbulk__send_t *s;
     esbulk__doc_t *d;
 
@@ -1134,20 +1134,19 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
         max_docs = dest->batch_cap;
     if (max_docs > dest->q.count)
         max_docs = dest->q.count;
-    /* documents up to flush.docs and, past the first, flush.bytes */
-    for (d = dest->q.head; d != NULL && n < max_docs; d = d->next, n++) {
-        if (n > 0 && bytes + d->lines_len > c->cf.flush.flush_bytes)
-            break;
-        bytes += d->lines_len;
-    }
     s = calloc(1, sizeof(*s));
-    if (s == NULL || (s->docs = malloc(sizeof(*s->docs) * n)) == NULL) {
+    if (s == NULL || (s->docs = malloc(sizeof(*s->docs) * max_docs)) == NULL) {
         free(s);
         return NULL;
     }
-    for (i = 0; i < n; i++) {
-        s->docs[i] = esbulk__queue_pop(&dest->q);
-        s->docs[i]->attempts++;
+    /* documents up to flush.docs and, past the first, flush.bytes, in one
+     * walk (each record is a cache miss by now) */
+    for (n = 0; n < max_docs && (d = dest->q.head) != NULL; n++) {
+        if (n > 0 && bytes + d->lines_len > c->cf.flush.flush_bytes)
+            break;
+        bytes += d->lines_len;
+        s->docs[n] = esbulk__queue_pop(&dest->q);
+        d->attempts++;
     }
     s->ndocs = n;
     s->bytes = bytes;

@@ -338,6 +338,76 @@ START_TEST(test_wait_counts_toward_interval)
 END_TEST
 
 /* Documents of a known index go to the node of their primary, grouped. */
+/* A request holds at most flush.docs documents and, past its first,
+ * at most flush.bytes of lines; documents keep their order across
+ * requests, and a first document larger than flush.bytes goes alone. */
+START_TEST(test_batch_limits)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    size_t i, per, bytes;
+    long n, next = 0;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.flush.flush_docs = 7;
+    {
+        esbulk__doc_t *d = doc_new(ESBULK_OP_INDEX, "logs", "x", 9, 0);
+
+        per = d->lines_len + 1; /* one document's lines, with a two-digit number */
+        esbulk__doc_free(d);
+    }
+    cf.flush.flush_bytes = 3 * per + per / 2; /* 3 documents fit, not 4 */
+    fx_open(&cf);
+    for (n = 0; n < 20; n++)
+        add(n, NULL, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        ck_assert_uint_eq(s->ndocs, next + 3 <= 20 ? 3 : 20 - next);
+        for (i = 0, bytes = 0; i < s->ndocs; i++) {
+            ck_assert_int_eq(num(s->docs[i]), next++);
+            bytes += s->docs[i]->lines_len;
+        }
+        ck_assert_uint_eq(s->bytes, bytes);
+        answer_items(s, NULL, now);
+    }
+    ck_assert_int_eq(next, 20);
+    for (n = 0; n < 20; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+
+    cf.flush.flush_bytes = 1 << 20; /* now flush.docs decides */
+    fx_open(&cf);
+    for (n = 0; n < 20; n++)
+        add(n, NULL, now);
+    next = 0;
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        ck_assert_uint_eq(s->ndocs, next + 7 <= 20 ? 7 : 20 - next);
+        next += (long)s->ndocs;
+        answer_items(s, NULL, now);
+    }
+    ck_assert_int_eq(next, 20);
+    for (n = 0; n < 20; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+
+    cf.flush.flush_bytes = per / 2; /* each document alone */
+    fx_open(&cf);
+    for (n = 0; n < 3; n++)
+        add(n, NULL, now);
+    for (n = 0; n < 3; n++) {
+        s = esbulk__core_next_send(fx.core, 1, now);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_uint_eq(s->ndocs, 1);
+        ck_assert_int_eq(num(s->docs[0]), n);
+        answer_items(s, NULL, now);
+    }
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    for (n = 0; n < 3; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 START_TEST(test_routes_to_primaries)
 {
     esbulk__core_conf_t cf = base_conf();
@@ -1135,6 +1205,7 @@ int main(void)
     SRunner *sr;
     int failed;
 
+    tcase_add_test(tc, test_batch_limits);
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_retry_moves_lines_out_of_block);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
