@@ -17,6 +17,8 @@
 #define SPARE_BUFS 16
 #define SPARE_BYTES ((size_t)32 << 20)
 #define SNAPSHOT_MS 500
+#define UPLOAD_BUFFER (512L * 1024)
+#define DOWNLOAD_BUFFER (256L * 1024)
 #define REFRESH_MIN_GAP_MS 1000
 #define UNKNOWN_RECHECK_MS 1000
 /* The longest the loop sleeps without a reason to wake. */
@@ -253,6 +255,10 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
     curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, io->request_timeout_ms);
+    /* larger reads and writes than curl's 16 KiB / 64 KiB: a request is
+     * megabytes each way, and each system call costs the kernel's TCP path */
+    curl_easy_setopt(x->easy, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
+    curl_easy_setopt(x->easy, CURLOPT_BUFFERSIZE, DOWNLOAD_BUFFER);
     curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
