@@ -35,6 +35,8 @@ void bench_data_free(bench_data_t *d);
  * getrusage), in seconds. */
 double bench_now_s(void);
 double bench_cpu_s(void);
+/* Kernel (system) CPU seconds of this process so far. */
+double bench_sys_s(void);
 
 /* Parses a decimal integer in [min, max]. 0 on success, -1 otherwise. */
 int bench_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
@@ -63,6 +65,8 @@ typedef struct {
     int flush_timed_out;
     double wall_s;            /* first add to the end of esbulk_flush */
     double cpu_s;             /* process CPU over the same span */
+    double sys_s;             /* of it, in the kernel (on loopback that includes the
+                                 receiving side's TCP work, done in the sender's context) */
     char *stats;              /* esbulk_stats_json() after the flush; esbulk_free() it */
 } bench_engine_result_t;
 

@@ -91,11 +91,11 @@ int main(int argc, char **argv)
     printf("{\"docs\":%" PRIu64 ",\"seconds\":%.6f,\"indexed\":%" PRIu64 ",\"failed\":%" PRIu64
            ",\"possibly\":%" PRIu64 ",\"not_added\":%" PRIu64 ",\"requests\":%" PRIu64
            ",\"retried\":%" PRIu64 ",\"bytes_sent\":%" PRIu64 ",\"docs_per_s\":%.1f"
-           ",\"cpu_s\":%.6f,\"queue_full\":%" PRIu64 ",\"stats\":%s}\n",
+           ",\"cpu_s\":%.6f,\"sys_s\":%.6f,\"queue_full\":%" PRIu64 ",\"stats\":%s}\n",
            res.docs, res.wall_s, res.indexed, res.failed, res.possibly, res.add_errors,
            stat_u64(stats, "requests"), stat_u64(stats, "retried"),
            stat_u64(stats, "bytes_sent"), res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
-           res.cpu_s, res.queue_full, res.stats != NULL ? res.stats : "null");
+           res.cpu_s, res.sys_s, res.queue_full, res.stats != NULL ? res.stats : "null");
     fflush(stdout);
     rc = res.indexed == res.docs && !res.flush_timed_out ? 0 : 1;
     if (rc != 0)

@@ -496,11 +496,13 @@ int main(int argc, char **argv)
         if (res.stats != NULL)
             stats = json_loads(res.stats, 0, NULL);
         printf(",\"engine_null_sink\":{\"docs_per_s\":%.0f,\"cpu_ns_per_doc\":%.1f,"
+               "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
                "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
                ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
                ",\"sink\":\"%s\"}}\n",
                res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
-               res.cpu_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
+               res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
+               res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
                res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed,
                res.possibly, stat_u64(stats, "requests"), sink);
         json_decref(stats);
