@@ -177,14 +177,35 @@ SCENARIOS = [scenario_bulk_no_raise, scenario_bulk_stats_only, scenario_bulk_rai
              scenario_update_missing]
 
 
+def _rejections(client):
+    """Write rejections and breaker trips on the cluster so far (every node)."""
+    st = client.nodes.stats(metric="thread_pool,breaker")
+    n = 0
+    for node in st["nodes"].values():
+        n += node["thread_pool"].get("write", {}).get("rejected", 0)
+        n += sum(b.get("tripped", 0) for b in node.get("breakers", {}).values())
+    return n
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__[9:] for s in SCENARIOS])
 def test_same_outcomes_as_opensearch_py(client, make_index, scenario):
     out = {}
     counts = {}
     for name, h in (("peer", peer), ("esbulk", helpers)):
-        index = make_index(name)
-        out[name] = _norm(scenario(h, client, index), index)
-        counts[name] = count(index)
+        # opensearch-py's helpers do not retry an item 429 (max_retries=0),
+        # ours do: when the shared cluster rejected writes while the peer ran
+        # (make -j2 check loads it), the peer's outcome says so, not what is
+        # compared here. Its run is repeated then, on a fresh index.
+        for attempt in range(6):
+            before = _rejections(client) if name == "peer" else 0
+            index = make_index(name)
+            out[name] = _norm(scenario(h, client, index), index)
+            counts[name] = count(index)
+            if name != "peer" or _rejections(client) == before:
+                break
+            time.sleep(2)
+        else:
+            pytest.fail("the cluster rejected writes during each of 6 runs of the peer")
     assert out["esbulk"] == out["peer"]
     if scenario in (scenario_streaming_raises, scenario_bulk_raises):
         # after a raise, the chunks esbulk had already handed to the library
