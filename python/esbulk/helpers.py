@@ -40,7 +40,7 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import Indexer, Result, _dumps, _make_result, encode_body
+from ._indexer import Indexer, Result, _dumps, _make_result, conf_key, encode_body
 from . import errors as _errors
 from .errors import TransportError
 
@@ -53,7 +53,12 @@ _META = ("_id", "_index", "_if_seq_no", "_if_primary_term", "_parent", "_percola
          "version", "version_type")
 _UNDERSCORED = {"_if_seq_no", "_if_primary_term", "_parent", "_retry_on_conflict", "_routing",
                 "_version", "_version_type"}
-IN_FLIGHT_DOCS = 10000  # documents handed to the library ahead of the chunk being yielded
+# Documents handed to the library without their result yet: at least
+# IN_FLIGHT_DOCS, and as many as keep every node's max.inflight.per.node
+# requests busy with more queued on each destination (_window), up to
+# MAX_AHEAD_DOCS (the actions of the chunks not yielded yet are held).
+IN_FLIGHT_DOCS = 10000
+MAX_AHEAD_DOCS = 100000
 
 
 def expand_action(data: Any) -> Tuple[Any, Any]:
@@ -199,8 +204,30 @@ _OPTS = {"if_seq_no", "if_primary_term", "version", "version_type", "pipeline",
          "retry_on_conflict", "require_alias"}
 
 
+def _window(ix: Indexer, chunk_size: int, inflight: int) -> Tuple[int, bool]:
+    """(documents that may be in the library, handed over and without their
+    result yet; whether the nodes were known). The library sends a node its
+    next request the moment one comes back only if it holds, besides every
+    node's max.inflight.per.node requests, a full request's worth queued on
+    each destination (node, shard or index queue); a chunk is spread over
+    all of them, and the nodes do not answer in step, so twice that is
+    queued. With fewer (10,000 documents in chunks of 5,000 on 3 nodes),
+    each node had one request in flight at a time and waited for the helper
+    between requests."""
+    nodes = dests = 0
+    try:
+        st = ix.stats()
+        nodes = sum(1 for nd in st.get("nodes") or () if not nd.get("seed"))
+        dests = int(st.get("destinations") or 0)
+    except Exception:  # pragma: no cover - statistics are best effort
+        pass
+    size = max(1, chunk_size)
+    need = (inflight * max(1, nodes) + 2 * max(1, nodes, dests)) * size
+    return max(IN_FLIGHT_DOCS, min(need, MAX_AHEAD_DOCS)), nodes > 0
+
+
 def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries: int,
-                 kwargs: Dict[str, Any]) -> Tuple[Indexer, Optional[str]]:
+                 kwargs: Dict[str, Any]) -> Tuple[Indexer, Optional[str], int]:
     conf: Dict[str, Any] = dict(client_conf(client))
     conf["flush.docs"] = max(1, min(int(chunk_size), 1000000))
     conf["flush.bytes"] = max(1024, min(int(max_chunk_bytes), 1073741824))
@@ -225,7 +252,13 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     conf.update(kwargs.pop("esbulk_conf", None) or {})
     if kwargs:
         raise TypeError("esbulk.helpers: unsupported argument(s) %s" % ", ".join(sorted(kwargs)))
-    return Indexer(**conf), index
+    inflight = 2  # max.inflight.per.node's default
+    for k, v in conf.items():
+        if conf_key(k) == "max.inflight.per.node" and v is not None:
+            inflight = max(1, int(v))
+    # block: a full buffer (buffer.max.docs / .bytes, e.g. large documents in
+    # the window's chunks) waits for room instead of raising QueueFullError
+    return Indexer(block=True, **conf), index, inflight
 
 
 def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,
@@ -418,8 +451,10 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     flush_after = kwargs.pop("flush_after_seconds", None)
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
-    ix, default_index = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries, kwargs)
-    window = max(4, IN_FLIGHT_DOCS // max(1, chunk_size))
+    ix, default_index, inflight = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries,
+                                               kwargs)
+    ahead, known = _window(ix, chunk_size, inflight)
+    ahead_at = time.monotonic()
     chunks: Deque[_Chunk] = collections.deque()
     live: Dict[int, _Chunk] = {}
     # a document's opaque: its chunk's number << shift | its position
@@ -503,7 +538,17 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     lib.esbulk_docopts_destroy(o2)
 
     def wait_window() -> Iterator[Any]:
-        while len(chunks) >= window:
+        """Waits while the library holds `ahead` documents without their
+        result, or the chunks not yielded yet hold 1.5 times as many (the
+        head chunk waits for the slowest node its documents went to; the
+        later ones may complete meanwhile)."""
+        nonlocal ahead, known, ahead_at
+        if not known or time.monotonic() - ahead_at >= 1.0:
+            # the nodes and destinations change with the topology and indices
+            ahead, known = _window(ix, chunk_size, inflight)
+            ahead_at = time.monotonic()
+        most = max(4, (ahead + ahead // 2) // max(1, chunk_size))
+        while len(chunks) >= most or len(ix) >= ahead:
             if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
                 raise RuntimeError("esbulk: %d result(s) never came" %
                                    sum(c.left for c in chunks))
