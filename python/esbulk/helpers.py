@@ -31,7 +31,9 @@ is installed) as opensearch-py's. What differs, and why:
 """
 import base64
 import collections
+import itertools
 import json
+import operator
 import queue
 import threading
 import time
@@ -149,6 +151,18 @@ _META_SET = frozenset(_META)
 _FAST_META = frozenset(("_index", "_id"))
 
 
+def _shape(keys: Tuple[Any, ...]) -> Any:
+    """What streaming_bulk's inline expand_action needs of an action dict
+    with these keys: False when it has a meta key other than _index / _id
+    (expand_action itself is called), else (mask: 1 _index, 2 _id; has
+    _op_type; has _source; the keys that are not the body's)."""
+    ks = _META_SET.intersection(keys)
+    if not ks <= _FAST_META:
+        return False
+    mask = (1 if "_index" in ks else 0) | (2 if "_id" in ks else 0)
+    return mask, "_op_type" in keys, "_source" in keys, frozenset(ks | {"_op_type"})
+
+
 class _Chunk:
     """One chunk of actions, from its submission to its last yield.
 
@@ -164,11 +178,14 @@ class _Chunk:
                  "actions", "cols")
 
     def __init__(self, no: int, op_types: List[str], metas: List[Any], datas: List[Any],
-                 idxs: List[Any], ids: List[Any], actions: Optional[List[Any]]) -> None:
+                 idxs: List[Any], ids: List[Any], actions: Optional[List[Any]],
+                 counts: bool = False) -> None:
         self.no = no
         self.n = self.left = len(op_types)
         self.bad = 0
-        self.out: List[Any] = [None] * self.n
+        # bulk()'s (counts): True unless the sink stores a Result, so that a
+        # batch all indexed is only counted
+        self.out: List[Any] = [True if counts else None] * self.n
         self.op_types, self.metas, self.datas = op_types, metas, datas
         self.idxs, self.ids = idxs, ids
         self.actions = actions  # the caller's own action objects (yield_action)
@@ -327,6 +344,15 @@ def _sink_for(live: Dict[int, _Chunk], shift: int, counts: bool) -> Callable[[An
 
     def sink(b: Any) -> None:
         cols = b.cols
+        if counts:
+            sts = cols[3]
+            if not any(cols[0]) and 200 <= min(sts) and max(sts) < 300:
+                # all indexed with a 2xx (the common batch): their chunks'
+                # out is True already, only how many came is counted (C loops)
+                for no, got in collections.Counter(map(
+                        operator.rshift, b.opaques, itertools.repeat(shift))).items():
+                    live[no].left -= got
+                return
         cno = -1
         c: Any = None
         out: List[Any] = []
@@ -498,7 +524,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 if idxs[k] is None:
                     raise ValueError("action without _index and no index= given: %r" %
                                      (bad.meta(k),))
-        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts)
+        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts, counts)
         distinct = set(idxs)
         ib: Union[bytes, List[bytes]]
         if len(distinct) == 1:
@@ -582,8 +608,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             yield a
 
     dumps = _dumps
-    meta_set = _META_SET
-    fast_meta = _FAST_META
+    # a plain action dict's keys (as a tuple, in order) -> _shape's answer
+    shapes: Dict[Tuple[Any, ...], Any] = {}
     try:
         op_types: List[str] = []
         metas: List[Any] = []
@@ -610,24 +636,31 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 continue
             m: Any = None
             if fast and type(a) is dict:
-                ks = meta_set.intersection(a)
-                op_type = a.get("_op_type", "index")
-                if ks <= fast_meta and not (op_type == "update" and "_source" in a and
-                                            not isinstance(a["_source"], Mapping)):
-                    # what expand_action gives, without copying the action
-                    if op_type == "delete":
-                        data = None
-                    elif "_source" in a:
-                        data = a["_source"]
-                    else:
-                        data = {k: v for k, v in a.items() if k != "_op_type" and k not in ks}
-                    if ks:
-                        m = ("_index" in ks) | (2 if "_id" in ks else 0)
-                        ri = a.get("_index")
-                        id_ = a.get("_id")
-                        index = ri if m & 1 else default_index
-                    else:
-                        m, ri, id_, index = 0, None, None, default_index
+                keys = tuple(a)
+                sh = shapes.get(keys)
+                if sh is None:
+                    if len(shapes) >= 64:
+                        shapes.clear()
+                    sh = shapes[keys] = _shape(keys)
+                if sh is not False:
+                    mask, has_op, has_src, drop = sh
+                    op_type = a["_op_type"] if has_op else "index"
+                    if not (has_op and op_type == "update" and has_src and
+                            not isinstance(a["_source"], Mapping)):
+                        # what expand_action gives, without copying the action
+                        m = mask
+                        if op_type == "delete":
+                            data = None
+                        elif has_src:
+                            data = a["_source"]
+                        else:
+                            data = {k: v for k, v in a.items() if k not in drop}
+                        if m:
+                            ri = a["_index"] if m & 1 else None
+                            id_ = a["_id"] if m & 2 else None
+                            index = ri if m & 1 else default_index
+                        else:
+                            ri, id_, index = None, None, default_index
             if m is None:
                 action, data = expand_action_callback(a)
                 (op_type, m), = action.items() if isinstance(action, Mapping) else \
@@ -635,15 +668,15 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 ri = m.get("_index")
                 id_ = m.get("_id")
                 index = m.get("_index", default_index)
-                if not slow and not m.keys() <= fast_meta:
+                if not slow and not m.keys() <= _FAST_META:
                     slow = True
             if op_type == "delete" or data is None:
                 body = None
+                cur = 32 + len(ri or "") + len(str(id_ or ""))
             else:
                 t = type(data)
                 body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
-            cur = 32 + len(ri or "") + len(str(id_ or "")) + \
-                (len(body) + 1 if body is not None else 0)
+                cur = 33 + len(ri or "") + len(str(id_ or "")) + len(body)
             if op_types and (size + cur > max_chunk_bytes or len(op_types) == chunk_size):
                 submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
                 op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
