@@ -17,9 +17,12 @@ is installed) as opensearch-py's. What differs, and why:
   whatever ``max_retries`` says (it raises the library's retry.max when larger).
 - Results are yielded chunk by chunk (chunk_size / max_chunk_bytes) in the
   order of the actions, as the peer does; the library keeps several chunks in
-  flight meanwhile. When raise_on_error stops the helper, the chunks already
-  handed to the library (at most about 10,000 documents past the failing
-  chunk) are still sent, where the peer would not have sent them.
+  flight meanwhile: enough to keep every node's max.inflight.per.node requests
+  busy with more queued behind them (at least 10,000 documents, at most
+  100,000 without a result, and the actions of 1.5 times as many held until
+  they are yielded). When raise_on_error stops the helper, the chunks already
+  handed to the library are still sent, where the peer would not have sent
+  them.
 - A document that could not be delivered at all (connection refused, timeout,
   retries used up) is reported like the peer's failed request: raised as
   esbulk.TransportError when raise_on_exception, else an item with "error",
@@ -672,11 +675,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     slow = True
             if op_type == "delete" or data is None:
                 body = None
-                cur = 32 + len(ri or "") + len(str(id_ or ""))
             else:
                 t = type(data)
                 body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
-                cur = 33 + len(ri or "") + len(str(id_ or "")) + len(body)
+            cur = 32 + len(ri or "") + len(str(id_ or "")) + \
+                (len(body) + 1 if body is not None else 0)
             if op_types and (size + cur > max_chunk_bytes or len(op_types) == chunk_size):
                 submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
                 op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
