@@ -17,9 +17,12 @@ is installed) as opensearch-py's. What differs, and why:
   whatever ``max_retries`` says (it raises the library's retry.max when larger).
 - Results are yielded chunk by chunk (chunk_size / max_chunk_bytes) in the
   order of the actions, as the peer does; the library keeps several chunks in
-  flight meanwhile. When raise_on_error stops the helper, the chunks already
-  handed to the library (at most about 10,000 documents past the failing
-  chunk) are still sent, where the peer would not have sent them.
+  flight meanwhile: enough to keep every node's max.inflight.per.node requests
+  busy with more queued behind them (at least 10,000 documents, at most
+  100,000 without a result, and the actions of 1.5 times as many held until
+  they are yielded). When raise_on_error stops the helper, the chunks already
+  handed to the library are still sent, where the peer would not have sent
+  them.
 - A document that could not be delivered at all (connection refused, timeout,
   retries used up) is reported like the peer's failed request: raised as
   esbulk.TransportError when raise_on_exception, else an item with "error",
@@ -31,7 +34,9 @@ is installed) as opensearch-py's. What differs, and why:
 """
 import base64
 import collections
+import itertools
 import json
+import operator
 import queue
 import threading
 import time
@@ -40,7 +45,7 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import Indexer, Result, _dumps, _make_result, encode_body
+from ._indexer import Indexer, Result, _dumps, _make_result, conf_key, encode_body
 from . import errors as _errors
 from .errors import TransportError
 
@@ -53,7 +58,12 @@ _META = ("_id", "_index", "_if_seq_no", "_if_primary_term", "_parent", "_percola
          "version", "version_type")
 _UNDERSCORED = {"_if_seq_no", "_if_primary_term", "_parent", "_retry_on_conflict", "_routing",
                 "_version", "_version_type"}
-IN_FLIGHT_DOCS = 10000  # documents handed to the library ahead of the chunk being yielded
+# Documents handed to the library without their result yet: at least
+# IN_FLIGHT_DOCS, and as many as keep every node's max.inflight.per.node
+# requests busy with more queued on each destination (_window), up to
+# MAX_AHEAD_DOCS (the actions of the chunks not yielded yet are held).
+IN_FLIGHT_DOCS = 10000
+MAX_AHEAD_DOCS = 100000
 
 
 def expand_action(data: Any) -> Tuple[Any, Any]:
@@ -144,6 +154,18 @@ _META_SET = frozenset(_META)
 _FAST_META = frozenset(("_index", "_id"))
 
 
+def _shape(keys: Tuple[Any, ...]) -> Any:
+    """What streaming_bulk's inline expand_action needs of an action dict
+    with these keys: False when it has a meta key other than _index / _id
+    (expand_action itself is called), else (mask: 1 _index, 2 _id; has
+    _op_type; has _source; the keys that are not the body's)."""
+    ks = _META_SET.intersection(keys)
+    if not ks <= _FAST_META:
+        return False
+    mask = (1 if "_index" in ks else 0) | (2 if "_id" in ks else 0)
+    return mask, "_op_type" in keys, "_source" in keys, frozenset(ks | {"_op_type"})
+
+
 class _Chunk:
     """One chunk of actions, from its submission to its last yield.
 
@@ -159,11 +181,14 @@ class _Chunk:
                  "actions", "cols")
 
     def __init__(self, no: int, op_types: List[str], metas: List[Any], datas: List[Any],
-                 idxs: List[Any], ids: List[Any], actions: Optional[List[Any]]) -> None:
+                 idxs: List[Any], ids: List[Any], actions: Optional[List[Any]],
+                 counts: bool = False) -> None:
         self.no = no
         self.n = self.left = len(op_types)
         self.bad = 0
-        self.out: List[Any] = [None] * self.n
+        # bulk()'s (counts): True unless the sink stores a Result, so that a
+        # batch all indexed is only counted
+        self.out: List[Any] = [True if counts else None] * self.n
         self.op_types, self.metas, self.datas = op_types, metas, datas
         self.idxs, self.ids = idxs, ids
         self.actions = actions  # the caller's own action objects (yield_action)
@@ -199,8 +224,30 @@ _OPTS = {"if_seq_no", "if_primary_term", "version", "version_type", "pipeline",
          "retry_on_conflict", "require_alias"}
 
 
+def _window(ix: Indexer, chunk_size: int, inflight: int) -> Tuple[int, bool]:
+    """(documents that may be in the library, handed over and without their
+    result yet; whether the nodes were known). The library sends a node its
+    next request the moment one comes back only if it holds, besides every
+    node's max.inflight.per.node requests, a full request's worth queued on
+    each destination (node, shard or index queue); a chunk is spread over
+    all of them, and the nodes do not answer in step, so twice that is
+    queued. With fewer (10,000 documents in chunks of 5,000 on 3 nodes),
+    each node had one request in flight at a time and waited for the helper
+    between requests."""
+    nodes = dests = 0
+    try:
+        st = ix.stats()
+        nodes = sum(1 for nd in st.get("nodes") or () if not nd.get("seed"))
+        dests = int(st.get("destinations") or 0)
+    except Exception:  # pragma: no cover - statistics are best effort
+        pass
+    size = max(1, chunk_size)
+    need = (inflight * max(1, nodes) + 2 * max(1, nodes, dests)) * size
+    return max(IN_FLIGHT_DOCS, min(need, MAX_AHEAD_DOCS)), nodes > 0
+
+
 def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries: int,
-                 kwargs: Dict[str, Any]) -> Tuple[Indexer, Optional[str]]:
+                 kwargs: Dict[str, Any]) -> Tuple[Indexer, Optional[str], int]:
     conf: Dict[str, Any] = dict(client_conf(client))
     conf["flush.docs"] = max(1, min(int(chunk_size), 1000000))
     conf["flush.bytes"] = max(1024, min(int(max_chunk_bytes), 1073741824))
@@ -225,7 +272,13 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     conf.update(kwargs.pop("esbulk_conf", None) or {})
     if kwargs:
         raise TypeError("esbulk.helpers: unsupported argument(s) %s" % ", ".join(sorted(kwargs)))
-    return Indexer(**conf), index
+    inflight = 2  # max.inflight.per.node's default
+    for k, v in conf.items():
+        if conf_key(k) == "max.inflight.per.node" and v is not None:
+            inflight = max(1, int(v))
+    # block: a full buffer (buffer.max.docs / .bytes, e.g. large documents in
+    # the window's chunks) waits for room instead of raising QueueFullError
+    return Indexer(block=True, **conf), index, inflight
 
 
 def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,
@@ -294,6 +347,15 @@ def _sink_for(live: Dict[int, _Chunk], shift: int, counts: bool) -> Callable[[An
 
     def sink(b: Any) -> None:
         cols = b.cols
+        if counts:
+            sts = cols[3]
+            if not any(cols[0]) and 200 <= min(sts) and max(sts) < 300:
+                # all indexed with a 2xx (the common batch): their chunks'
+                # out is True already, only how many came is counted (C loops)
+                for no, got in collections.Counter(map(
+                        operator.rshift, b.opaques, itertools.repeat(shift))).items():
+                    live[no].left -= got
+                return
         cno = -1
         c: Any = None
         out: List[Any] = []
@@ -418,8 +480,10 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     flush_after = kwargs.pop("flush_after_seconds", None)
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
-    ix, default_index = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries, kwargs)
-    window = max(4, IN_FLIGHT_DOCS // max(1, chunk_size))
+    ix, default_index, inflight = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries,
+                                               kwargs)
+    ahead, known = _window(ix, chunk_size, inflight)
+    ahead_at = time.monotonic()
     chunks: Deque[_Chunk] = collections.deque()
     live: Dict[int, _Chunk] = {}
     # a document's opaque: its chunk's number << shift | its position
@@ -463,7 +527,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 if idxs[k] is None:
                     raise ValueError("action without _index and no index= given: %r" %
                                      (bad.meta(k),))
-        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts)
+        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts, counts)
         distinct = set(idxs)
         ib: Union[bytes, List[bytes]]
         if len(distinct) == 1:
@@ -503,7 +567,17 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     lib.esbulk_docopts_destroy(o2)
 
     def wait_window() -> Iterator[Any]:
-        while len(chunks) >= window:
+        """Waits while the library holds `ahead` documents without their
+        result, or the chunks not yielded yet hold 1.5 times as many (the
+        head chunk waits for the slowest node its documents went to; the
+        later ones may complete meanwhile)."""
+        nonlocal ahead, known, ahead_at
+        if not known or time.monotonic() - ahead_at >= 1.0:
+            # the nodes and destinations change with the topology and indices
+            ahead, known = _window(ix, chunk_size, inflight)
+            ahead_at = time.monotonic()
+        most = max(4, (ahead + ahead // 2) // max(1, chunk_size))
+        while len(chunks) >= most or len(ix) >= ahead:
             if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
                 raise RuntimeError("esbulk: %d result(s) never came" %
                                    sum(c.left for c in chunks))
@@ -537,8 +611,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             yield a
 
     dumps = _dumps
-    meta_set = _META_SET
-    fast_meta = _FAST_META
+    # a plain action dict's keys (as a tuple, in order) -> _shape's answer
+    shapes: Dict[Tuple[Any, ...], Any] = {}
     try:
         op_types: List[str] = []
         metas: List[Any] = []
@@ -565,24 +639,31 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 continue
             m: Any = None
             if fast and type(a) is dict:
-                ks = meta_set.intersection(a)
-                op_type = a.get("_op_type", "index")
-                if ks <= fast_meta and not (op_type == "update" and "_source" in a and
-                                            not isinstance(a["_source"], Mapping)):
-                    # what expand_action gives, without copying the action
-                    if op_type == "delete":
-                        data = None
-                    elif "_source" in a:
-                        data = a["_source"]
-                    else:
-                        data = {k: v for k, v in a.items() if k != "_op_type" and k not in ks}
-                    if ks:
-                        m = ("_index" in ks) | (2 if "_id" in ks else 0)
-                        ri = a.get("_index")
-                        id_ = a.get("_id")
-                        index = ri if m & 1 else default_index
-                    else:
-                        m, ri, id_, index = 0, None, None, default_index
+                keys = tuple(a)
+                sh = shapes.get(keys)
+                if sh is None:
+                    if len(shapes) >= 64:
+                        shapes.clear()
+                    sh = shapes[keys] = _shape(keys)
+                if sh is not False:
+                    mask, has_op, has_src, drop = sh
+                    op_type = a["_op_type"] if has_op else "index"
+                    if not (has_op and op_type == "update" and has_src and
+                            not isinstance(a["_source"], Mapping)):
+                        # what expand_action gives, without copying the action
+                        m = mask
+                        if op_type == "delete":
+                            data = None
+                        elif has_src:
+                            data = a["_source"]
+                        else:
+                            data = {k: v for k, v in a.items() if k not in drop}
+                        if m:
+                            ri = a["_index"] if m & 1 else None
+                            id_ = a["_id"] if m & 2 else None
+                            index = ri if m & 1 else default_index
+                        else:
+                            ri, id_, index = None, None, default_index
             if m is None:
                 action, data = expand_action_callback(a)
                 (op_type, m), = action.items() if isinstance(action, Mapping) else \
@@ -590,7 +671,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 ri = m.get("_index")
                 id_ = m.get("_id")
                 index = m.get("_index", default_index)
-                if not slow and not m.keys() <= fast_meta:
+                if not slow and not m.keys() <= _FAST_META:
                     slow = True
             if op_type == "delete" or data is None:
                 body = None

@@ -98,6 +98,30 @@ def test_action_forms(client, make_index):
     assert not client.exists(index=index, id="b")
 
 
+def test_action_shapes_beyond_the_cache(client, make_index):
+    """The inline expand_action keeps what it learnt of each key set (at most
+    64, then starts again): 150 key sets, in orders that repeat, each action
+    still sent as expand_action gives it (body, op, _id, default index)."""
+    index = make_index()
+    acts = []
+    for i in range(300):
+        k = i % 150
+        a = {"_id": "d%d" % i, "f%d" % k: i}
+        if k % 3 == 0:
+            a["_op_type"] = "create"
+        if k % 5 == 0:
+            a = {"_source": {"s%d" % k: i}, **a}
+        if k % 7:
+            a["_index"] = index
+        acts.append(a)
+    assert helpers.bulk(client, acts, index=index) == (300, [])
+    got = client.mget(index=index, body={"ids": ["d%d" % i for i in range(300)]})["docs"]
+    for a, doc in zip(acts, got):
+        assert doc["found"], doc
+        _, body = helpers.expand_action(a)
+        assert doc["_source"] == body, (a, doc)
+
+
 # ---------------------------------------------------------------------------
 # The same test body against opensearch-py's helpers and ours: same outcomes.
 

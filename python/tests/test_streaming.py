@@ -7,7 +7,7 @@ import time
 import pytest
 
 from esbulk import helpers
-from conftest import count
+from conftest import count, http
 
 
 def test_yield_action_gives_back_the_object_given(url, make_index):
@@ -123,3 +123,54 @@ def test_flush_after_seconds_reraises_the_generators_exception(url, make_index):
     assert count(index) >= got
     with pytest.raises(ValueError):
         list(helpers.streaming_bulk(url, iter(()), flush_after_seconds=0))
+
+
+def test_enough_is_handed_to_the_library_to_keep_every_node_busy(url, make_index):
+    """The helper hands the library, ahead of the chunk it yields, enough
+    documents for every node's max.inflight.per.node requests and a full
+    queue on each destination, twice: (2 x 3 nodes + 2 x 3) x 2,000 = 24,000
+    here. It once stopped at 10,000 documents (5 chunks of 2,000; 4 of 5,000
+    in the benchmark): each node then had one request in flight at a time
+    and waited for the helper between requests. Bounded too: the actions of
+    the chunks not yielded yet are held (1.5 times as many, at most)."""
+    index = make_index(shards=6)
+    docs, chunk = 100000, 2000
+    st, body = http("GET", "/_cat/nodes?format=json")
+    assert st == 200 and len(body) == 3, body  # the test cluster's 3 nodes
+    fed = [0]
+
+    def gen():
+        for i in range(docs):
+            fed[0] += 1
+            yield {"_index": index, "_id": str(i), "_source": b'{"n":%d}' % i}
+    yielded = lead = 0
+    for ok, _ in helpers.streaming_bulk(url, gen(), chunk_size=chunk):
+        assert ok
+        yielded += 1
+        lead = max(lead, fed[0] - yielded)
+    assert yielded == docs
+    ahead = (2 * 3 + 2 * 3) * chunk
+    # read ahead of its results as far as the library needs (the cluster is
+    # far slower than this generator), and no further
+    assert lead >= ahead - chunk, lead
+    assert lead <= ahead + ahead // 2 + chunk, lead
+    assert count(index) == docs
+
+
+def test_window_sizing():
+    """_window: (max.inflight.per.node x nodes + 2 x destinations) chunks,
+    at least IN_FLIGHT_DOCS, at most MAX_AHEAD_DOCS documents; seed entries
+    are not nodes."""
+    class Stub:
+        def __init__(self, nodes, dests, seeds=0):
+            self.st = {"nodes": [{"seed": False}] * nodes + [{"seed": True}] * seeds,
+                       "destinations": dests}
+
+        def stats(self):
+            return self.st
+    w = helpers._window
+    assert w(Stub(3, 3), 5000, 2) == (60000, True)
+    assert w(Stub(3, 6, seeds=1), 5000, 2) == (90000, True)  # shard queues
+    assert w(Stub(3, 3), 5000, 8) == (helpers.MAX_AHEAD_DOCS, True)
+    assert w(Stub(3, 3), 500, 2) == (helpers.IN_FLIGHT_DOCS, True)
+    assert w(Stub(0, 0, seeds=1), 5000, 2) == (20000, False)  # before the topology
