@@ -507,6 +507,10 @@ void esm_stop_engine(esm_job_t *job)
 
 void esm_drain(esm_job_t *job)
 {
+    /* what is buffered is sent now: the engine would otherwise hold the
+     * last partial request per node for up to flush.interval.ms */
+    if (!job->closed && job->eb)
+        esbulk_flush(job->eb, 0);
     while (!job->closed && !job->fatal && !esm_interrupted && esbulk_pending(job->eb) > 0)
         esm_serve(job, 100, 0);
     if (esm_interrupted)
