@@ -33,8 +33,7 @@
 #include <string.h>
 #include <time.h>
 
-#define FLUSH_KEYS 2000          /* keys gathered before a re-read */
-#define FLUSH_NS 50000000LL      /* or this long after the first one */
+#define FLUSH_KEYS 2000          /* keys gathered before a re-read (or --binlog-batch-ms) */
 #define IN_CHUNK 500             /* keys per IN (...) list */
 #define LAG_RING 100000
 
@@ -477,6 +476,13 @@ static int flush_batch(follow_t *F)
     u->open = 0;
     if (rc)
         u->blocked = 1; /* never saved past a batch that was not sent */
+    /* Sent now: the batch was gathered for up to --binlog-batch-ms already;
+     * left to the engine it would wait up to flush.interval.ms (1 s) for a
+     * bulk request per node to fill, most of the lag at a steady rate.
+     * Requests stay large when the cluster is slow: what is added while a
+     * node's max.inflight.per.node requests are out goes in the next one. */
+    if (F->npend)
+        esbulk_flush(job->eb, 0); /* ESBULK_ERR_TIMED_OUT: not waited for, as meant */
     if (F->npend && F->batch_event_ts) {
         /* lag of this batch when read and re-read: now - the oldest event's
          * timestamp (whole seconds: an upper bound) */
@@ -655,8 +661,14 @@ int esm_binlog_follow(esm_job_t *job)
         goto out;
     }
     if (esm_query(job, rdb, "SET @master_binlog_checksum=@@global.binlog_checksum") ||
-        esm_query(job, rdb, "SET @mariadb_slave_capability=4") ||
-        esm_query(job, rdb, "SET @master_heartbeat_period=200000000"))
+        esm_query(job, rdb, "SET @mariadb_slave_capability=4"))
+        goto out;
+    /* A heartbeat when the binlog is idle for the batch window: the keys
+     * gathered are then sent without waiting for another event. */
+    char hb[64];
+    snprintf(hb, sizeof(hb), "SET @master_heartbeat_period=%lld",
+             (long long)job->binlog_batch_ms * 1000000LL);
+    if (esm_query(job, rdb, hb))
         goto out;
     F.rpl = mariadb_rpl_init(rdb);
     if (!F.rpl) {
@@ -679,6 +691,7 @@ int esm_binlog_follow(esm_job_t *job)
                 tfile ? " up to " : "", tfile ? tfile : "");
     F.bfile = strdup(sfile);
     F.bpos = spos;
+    const int64_t batch_ns = (int64_t)job->binlog_batch_ms * 1000000LL;
     for (;;) {
         if (esm_interrupted || job->stop || job->fatal) {
             rc = 0;
@@ -759,7 +772,7 @@ int esm_binlog_follow(esm_job_t *job)
         ev = NULL;
         int64_t now = esm_now_ns();
         int done = tfile && boundary && caught_up(&F, tfile, tpos);
-        if (boundary && (F.npend >= FLUSH_KEYS || (F.npend && now - F.first_pend_ns >= FLUSH_NS) ||
+        if (boundary && (F.npend >= FLUSH_KEYS || (F.npend && now - F.first_pend_ns >= batch_ns) ||
                          done || (!F.npend && job->state_written_ns + 1000000000LL < now))) {
             if (flush_batch(&F))
                 goto out;

@@ -62,6 +62,8 @@ static const char *help_text =
     "                        when following started, then stop\n"
     "  --resnapshot          forget the state's checkpoints and position: snapshot anew\n"
     "  --server-id N         the replica id used to read the binlog (default 4242)\n"
+    "  --binlog-batch-ms N   binlog changes are gathered at most N ms, then re-read\n"
+    "                        and sent at once (default 100)\n"
     "  --poll-column COL     no binlog: after the snapshot, poll each table for rows\n"
     "                        with (COL, key) after the last seen, COL a DATETIME,\n"
     "                        TIMESTAMP or DATE set on every write (deletes are not\n"
@@ -352,11 +354,19 @@ static void advance(esm_job_t *job)
         job->bhead = u->next;
         if (!job->bhead)
             job->btail = NULL;
-        json_t *b = json_object();
-        json_object_set_new(b, "file", json_string(u->file));
-        json_object_set_new(b, "pos", json_integer((json_int_t)u->pos));
-        json_object_set_new(job->state, "binlog", b);
-        job->state_dirty = 1;
+        json_t *cur = json_object_get(job->state, "binlog");
+        const char *cfile = json_string_value(json_object_get(cur, "file"));
+        if (!cfile || strcmp(cfile, u->file) ||
+            json_integer_value(json_object_get(cur, "pos")) != (json_int_t)u->pos) {
+            /* (an idle binlog's heartbeats give batches at the same
+             * position: the state file is not rewritten for them) */
+            json_t *b = json_pack("{s:s, s:I}", "file", u->file, "pos", (json_int_t)u->pos);
+            if (!b || json_object_set_new(job->state, "binlog", b)) {
+                esm_log("out of memory");
+                job->fatal = 1;
+            }
+            job->state_dirty = 1;
+        }
         if (u->read_ns) {
             if (!job->applies)
                 job->applies = malloc(100000 * sizeof(int64_t));
@@ -497,6 +507,10 @@ void esm_stop_engine(esm_job_t *job)
 
 void esm_drain(esm_job_t *job)
 {
+    /* what is buffered is sent now: the engine would otherwise hold the
+     * last partial request per node for up to flush.interval.ms */
+    if (!job->closed && job->eb)
+        esbulk_flush(job->eb, 0);
     while (!job->closed && !job->fatal && !esm_interrupted && esbulk_pending(job->eb) > 0)
         esm_serve(job, 100, 0);
     if (esm_interrupted)
@@ -1166,7 +1180,7 @@ enum {
     O_HOST = 256, O_PORT, O_USER, O_PASSWORD, O_SOCKET, O_DATABASE, O_URL, O_SET, O_CONFIG,
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
     O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
-    O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE
+    O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE, O_BINLOG_BATCH_MS
 };
 
 static const struct option long_opts[] = {
@@ -1181,6 +1195,7 @@ static const struct option long_opts[] = {
     {"config", required_argument, NULL, O_CONFIG},
     {"state", required_argument, NULL, O_STATE},
     {"page-rows", required_argument, NULL, O_PAGE_ROWS},
+    {"binlog-batch-ms", required_argument, NULL, O_BINLOG_BATCH_MS},
     {"decimal", required_argument, NULL, O_DECIMAL},
     {"time-zone", required_argument, NULL, O_TZ},
     {"snapshot-only", no_argument, NULL, O_SNAPSHOT_ONLY},
@@ -1298,6 +1313,7 @@ int main(int argc, char **argv)
     job->port = 3306;
     job->user = "root";
     job->page_rows = 2000;
+    job->binlog_batch_ms = 100;
     job->server_id = 4242;
     job->poll_lag = 5;
     job->poll_interval = 1;
@@ -1336,6 +1352,14 @@ int main(int argc, char **argv)
             if (job->page_rows < 1 || job->page_rows > 1000000)
                 return usage_error("--page-rows: 1 to 1000000");
             break;
+        case O_BINLOG_BATCH_MS: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 60000)
+                return usage_error("--binlog-batch-ms: 1 to 60000");
+            job->binlog_batch_ms = (int)v;
+            break;
+        }
         case O_DECIMAL:
             if (!strcmp(optarg, "number"))
                 job->map.decimal_number = 1;

@@ -81,6 +81,7 @@ typedef struct {
     unsigned port;
     const char *config_path, *state_path, *dead_letter_path, *stats_path;
     int page_rows;
+    int binlog_batch_ms;      /* --binlog-batch-ms: changes gathered before a re-read */
     int on_error_stop;
     int snapshot_only, catch_up, resnapshot, quiet;
     int import_mode;

@@ -186,6 +186,8 @@ int esm_poll_follow(esm_job_t *job)
         esm_serve(job, 0, 0);
         if (full)
             continue;
+        /* the poll's last rows are sent now, not after flush.interval.ms */
+        esbulk_flush(job->eb, 0);
         if (job->catch_up) {
             job->caught_up = 1;
             return 0;
