@@ -117,23 +117,26 @@ double bench_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double bench_cpu_s(void)
+/* user + system (all) or system alone, from getrusage; 0 if it fails */
+static double rusage_s(int sys_only)
 {
     struct rusage ru;
+    double sys;
 
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    return sys_only ? sys : sys + (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+}
+
+double bench_cpu_s(void)
+{
+    return rusage_s(0);
 }
 
 double bench_sys_s(void)
 {
-    struct rusage ru;
-
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
-    return (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    return rusage_s(1);
 }
 
 int bench_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)

@@ -27,7 +27,7 @@ void esbulk__docmem_destroy(esbulk__docmem_t *dm);
  * thread now and then, so that memory a burst needed goes back once the
  * burst is over. */
 void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms);
-/* How many spare blocks are kept (tests, statistics). */
+/* How many spare blocks are kept (for the tests). */
 size_t esbulk__docmem_spares(esbulk__docmem_t *dm);
 
 /* A zeroed record (d->dm set) and, when lines_max > 0, room for up to
