@@ -57,6 +57,7 @@ struct core_ix_s {
     int ndests;               /* destinations pointing here */
     esbulk__queue_t wait;     /* documents waiting for the first layout */
     int no_wait;              /* the wait timed out: unrouted until the read ends */
+    int concrete;             /* e names this very index as its write index */
     dest_t *udest;            /* per_id: this index's unrouted destination */
     dest_t **shard_dest;      /* e's destination per shard (NULL: not yet) */
     int32_t nshard_dest;      /* valid entries (0: none) */
@@ -498,6 +499,7 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
 
     *ixp = NULL;
     doc->unrouted = 0;
+    doc->index_concrete = 0;
     if (c->cf.level == ESBULK__ROUTING_OFF && !c->cf.per_id)
         return dest_get(c, "off", DEST_ANY, NULL, NULL, -1, now);
     if ((ix = ix_get(c, doc->index, now)) == NULL)
@@ -528,6 +530,7 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     if (esbulk_layout_shard(&e->layout, doc->id, doc->id_len, routing, routing_len, &shard) !=
         ESBULK_OK)
         goto unrouted;
+    doc->index_concrete = ix->concrete;
     if ((dest = shard_dest_get(c, ix, shard)) != NULL) {
         dest->used_ms = now;
         return dest;
@@ -808,6 +811,8 @@ void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__ind
     if (e != NULL) {
         esbulk__index_release(ix->e);
         ix->e = e;
+        ix->concrete = e->state == ESBULK__IDX_OK && e->write_index != NULL &&
+                       strcmp(e->write_index, ix->name) == 0;
         shard_dest_clear(ix);
         ix->next_fetch_ms = e->state == ESBULK__IDX_OK
                                 ? (c->cf.refresh_ms > 0 ? now + c->cf.refresh_ms : INT64_MAX)
@@ -1147,6 +1152,8 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
         bytes += d->lines_len;
         s->docs[n] = esbulk__queue_pop(&dest->q);
         d->attempts++;
+        s->want_index |= !d->index_concrete;
+        s->want_id |= d->id == NULL;
     }
     s->ndocs = n;
     s->bytes = bytes;

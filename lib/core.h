@@ -81,6 +81,11 @@ typedef struct esbulk__send_s {
     size_t ndocs;
     size_t bytes;               /* lines_len summed */
     const char *url;            /* the target's base URL */
+    int want_index;             /* the answer must name each item's _index: some document
+                                   went to an alias, a data stream or an index whose
+                                   metadata was not read (else it is the name as added) */
+    int want_id;                /* the answer must name each item's _id: some document has
+                                   none (the server assigns it) */
     void *driver;               /* the driver's own, untouched by the core */
     /* the core's */
     struct core_target_s *target;

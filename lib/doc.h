@@ -37,6 +37,8 @@ struct esbulk_result_s {
     int conditional;                /* an external version or if_seq_no (a 409 after a broken
                                        attempt means it was most likely applied) */
     int unrouted;
+    int index_concrete;             /* routed by metadata that names this index as its own
+                                       write index: the answer need not repeat _index */
     int64_t added_ms, deadline_ms, retry_at_ms, queued_ms;
     /* the result */
     esbulk_outcome_t outcome;

@@ -1099,6 +1099,104 @@ END_TEST
  * static strings or a copy, the server's id only for a document without
  * one, the counters; whichever way the parser read the item (the common
  * shape, another key order, escapes). */
+/* Which fields a request's answer must carry: _index only when a document
+ * went to a name the metadata does not give as its own write index (an
+ * alias, an index not read, routing off), _id only when a document has
+ * none. An answer without them gives each result the strings as added. */
+START_TEST(test_answer_fields_wanted)
+{
+    const int32_t prim[3] = {0, 1, 2};
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__index_t *alias;
+    esbulk__send_t *s;
+    esbulk__doc_t *d;
+    char body[2048];
+    size_t i, off, seen;
+    int64_t now = 1000;
+    long n;
+
+    fx_open_known(&cf, now);
+    /* "alias-w" names "logs-000001" as its write index */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "alias-w", "a-warm", -1, 0), now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "alias-w");
+    alias = index_new("alias-w", ESBULK__IDX_OK, 3, prim, fx.cluster);
+    free(alias->write_index);
+    alias->write_index = strdup("logs-000001");
+    esbulk__core_index_fetched(fx.core, "alias-w", alias, ESBULK_OK, NULL, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now);
+    drop_warm();
+
+    /* a concrete index, every document with its id: neither field */
+    for (n = 0; n < 30; n++)
+        add(n, NULL, now);
+    for (seen = 0; (s = esbulk__core_next_send(fx.core, 1, now)) != NULL;) {
+        ck_assert_msg(!s->want_index && !s->want_id, "want_index %d want_id %d", s->want_index,
+                      s->want_id);
+        off = (size_t)snprintf(body, sizeof(body), "{\"items\":[");
+        for (i = 0; i < s->ndocs; i++)
+            off += (size_t)snprintf(body + off, sizeof(body) - off,
+                                    "%s{\"index\":{\"status\":201,\"result\":\"created\","
+                                    "\"_seq_no\":%zu,\"_primary_term\":1,\"_version\":1}}",
+                                    i ? "," : "", i);
+        snprintf(body + off, sizeof(body) - off, "]}");
+        seen += s->ndocs;
+        answer_http(s, 200, body, now);
+    }
+    ck_assert_uint_eq(seen, 30);
+    for (n = 0; n < 30; n++) {
+        char id[32];
+
+        d = outcome_of(n);
+        snprintf(id, sizeof(id), "id-%ld", n);
+        ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
+        ck_assert_str_eq(esbulk_result_index(d), "logs");
+        ck_assert_str_eq(esbulk_result_id(d), id);
+        ck_assert_str_eq(d->r_result, "created");
+        esbulk__doc_free(d);
+    }
+
+    /* through the alias: _index (the server names logs-000001), not _id */
+    for (n = 100; n < 110; n++)
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "alias-w", "x", n, 0), now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        ck_assert(s->want_index && !s->want_id);
+        answer_items(s, NULL, now);
+    }
+    for (n = 100; n < 110; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+
+    /* no id: both (the server assigns it, and it goes unrouted) */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, 200, 0), now);
+    s = must_send(1, now);
+    ck_assert(s->want_index && s->want_id);
+    answer_items(s, NULL, now);
+    expect(200, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+
+    /* an index whose metadata says it does not exist: _index */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "new-ix", "y", 300, 0), now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "new-ix");
+    esbulk__core_index_fetched(fx.core, "new-ix",
+                               index_new("new-ix", ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
+                               ESBULK_OK, NULL, now);
+    s = must_send(1, now);
+    ck_assert(s->want_index && !s->want_id);
+    answer_items(s, NULL, now);
+    expect(300, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+
+    /* routing off: nothing is read, _index always */
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open_cluster(&cf, 0, now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "z", 400, 0), now);
+    s = must_send(1, now);
+    ck_assert(s->want_index && !s->want_id);
+    answer_items(s, NULL, now);
+    expect(400, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 START_TEST(test_answer_fields)
 {
     static const char *const item[] = {
@@ -1219,6 +1317,7 @@ int main(void)
     tcase_add_test(tc, test_delivery_timeout);
     tcase_add_test(tc, test_per_id_ordering);
     tcase_add_test(tc, test_answer_fields);
+    tcase_add_test(tc, test_answer_fields_wanted);
     tcase_add_test(tc, test_per_id_waits_and_unrouted_first);
     tcase_add_test(tc, test_node_death_reroutes);
     tcase_add_test(tc, test_close_with_documents_in_flight);

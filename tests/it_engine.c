@@ -860,6 +860,122 @@ static void doc_options(void)
     esbulk_docopts_destroy(o);
 }
 
+/* ------------------------------------------------------------------------- */
+/* The fields of each result, whatever the answer was asked to carry: the
+ * concrete index through an alias, the server's id when none was given. */
+
+#define SHAPE_DOCS 300
+
+typedef struct {
+    int results;
+    esbulk_outcome_t outcome;
+    char index[64], id[64], result[16];
+    int64_t seq_no, primary_term, version;
+} shape_seen_t;
+
+static shape_seen_t shape_seen[3 * SHAPE_DOCS];
+
+static void on_shape_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    size_t k = (size_t)esbulk_result_opaque(r);
+    shape_seen_t *o;
+
+    (void)eb;
+    (void)opaque;
+    if (k >= sizeof(shape_seen) / sizeof(shape_seen[0]))
+        return;
+    o = &shape_seen[k];
+    o->results++;
+    o->outcome = esbulk_result_outcome(r);
+    snprintf(o->index, sizeof(o->index), "%s", esbulk_result_index(r));
+    snprintf(o->id, sizeof(o->id), "%s", esbulk_result_id(r) ? esbulk_result_id(r) : "");
+    snprintf(o->result, sizeof(o->result), "%s",
+             esbulk_result_result(r) ? esbulk_result_result(r) : "");
+    o->seq_no = esbulk_result_seq_no(r);
+    o->primary_term = esbulk_result_primary_term(r);
+    o->version = esbulk_result_version(r);
+}
+
+static void answer_fields(void)
+{
+    const char *index = "it-eng-shape", *alias = "it-eng-shape-w";
+    static const char *const kinds[] = {"the index, with ids", "the alias, with ids",
+                                        "the index, ids from the server"};
+    esbulk_conf_t *conf;
+    esbulk_t *eb;
+    char errstr[512], id[32];
+    size_t k, bad[3] = {0, 0, 0};
+    int pass;
+
+    fresh_index(index, NULL);
+    must_ok("POST", "/_aliases",
+            "{\"actions\":[{\"add\":{\"index\":\"it-eng-shape\",\"alias\":\"it-eng-shape-w\","
+            "\"is_write_index\":true}}]}");
+    memset(shape_seen, 0, sizeof(shape_seen));
+    for (pass = 0; pass < 2; pass++) {
+        conf = esbulk_conf_new();
+        if (esbulk_conf_set(conf, "urls", base_url, errstr, sizeof(errstr)) != ESBULK_OK ||
+            esbulk_conf_set(conf, "routing.level", "node", errstr, sizeof(errstr)) != ESBULK_OK ||
+            esbulk_conf_set(conf, "id.generate", pass ? "none" : "time", errstr,
+                            sizeof(errstr)) != ESBULK_OK)
+            die("conf: %s", errstr);
+        esbulk_conf_set_result_cb(conf, on_shape_result);
+        eb = esbulk_new(conf, errstr, sizeof(errstr));
+        esbulk_conf_destroy(conf);
+        if (eb == NULL)
+            die("esbulk_new: %s", errstr);
+        for (k = 0; k < SHAPE_DOCS; k++) {
+            size_t slot = pass ? 2 * SHAPE_DOCS + k : k;
+
+            snprintf(id, sizeof(id), "shape-%zu", slot);
+            if (esbulk_add(eb, ESBULK_OP_INDEX, index, pass ? NULL : id, pass ? 0 : strlen(id),
+                           NULL, 0, "{\"n\":1}", 7, (void *)slot, errstr,
+                           sizeof(errstr)) != ESBULK_OK)
+                die("esbulk_add: %s", errstr);
+            if (pass == 0) {
+                slot = SHAPE_DOCS + k;
+                snprintf(id, sizeof(id), "shape-%zu", slot);
+                if (esbulk_add(eb, ESBULK_OP_INDEX, alias, id, strlen(id), NULL, 0, "{\"n\":2}",
+                               7, (void *)slot, errstr, sizeof(errstr)) != ESBULK_OK)
+                    die("esbulk_add: %s", errstr);
+            }
+        }
+        if (esbulk_flush(eb, 60000) != ESBULK_OK)
+            die("flush timed out");
+        esbulk_destroy(eb);
+    }
+    for (k = 0; k < 3 * SHAPE_DOCS; k++) {
+        const shape_seen_t *o = &shape_seen[k];
+        char want_id[32];
+        int ok;
+
+        snprintf(want_id, sizeof(want_id), "shape-%zu", k);
+        ok = o->results == 1 && o->outcome == ESBULK_OUTCOME_INDEXED &&
+             strcmp(o->index, index) == 0 && strcmp(o->result, "created") == 0 &&
+             o->seq_no >= 0 && o->primary_term >= 1 && o->version == 1 &&
+             (k < 2 * SHAPE_DOCS ? strcmp(o->id, want_id) == 0 : strlen(o->id) >= 10);
+        if (ok && k >= 2 * SHAPE_DOCS) {
+            char path[128];
+            long status = 0;
+
+            /* the id reported is the one the server stored */
+            snprintf(path, sizeof(path), "/%s/_doc/%s", index, o->id);
+            json_decref(req("GET", path, NULL, &status));
+            ok = status == 200;
+        }
+        if (!ok && bad[k / SHAPE_DOCS]++ < 2)
+            printf("  document %zu: %d results, outcome %d, index %s, id %s, result %s, "
+                   "seq_no %lld, term %lld, version %lld\n", k, o->results, o->outcome, o->index,
+                   o->id, o->result, (long long)o->seq_no, (long long)o->primary_term,
+                   (long long)o->version);
+    }
+    for (k = 0; k < 3; k++)
+        check(bad[k] == 0, "%s: every result names %s, its id, created, _seq_no, "
+              "_primary_term and _version 1 (%zu of %d wrong)", kinds[k], index, bad[k],
+              SHAPE_DOCS);
+    check(count_of(index) == 3 * SHAPE_DOCS, "answer fields: count %d", 3 * SHAPE_DOCS);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -889,6 +1005,7 @@ int main(int argc, char **argv)
         auto_created_index();
         secrets_stay_secret();
         doc_options();
+        answer_fields();
     }
     check(off_thread == 0, "results were delivered only on the polling thread");
     return finish();
