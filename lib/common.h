@@ -32,4 +32,9 @@ void esbulk__wipe_str(char *s);
 /* Monotonic clock in milliseconds. */
 int64_t esbulk__now_ms(void);
 
+/* Names the calling thread (as ps, top and perf show it; at most 15
+ * bytes) where the system can: the library's own threads are "esbulk-io"
+ * and "esbulk-topo". */
+void esbulk__thread_name(const char *name);
+
 #endif

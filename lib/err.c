@@ -86,3 +86,12 @@ int64_t esbulk__now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+void esbulk__thread_name(const char *name)
+{
+#ifdef HAVE_PTHREAD_SETNAME_NP
+    (void)pthread_setname_np(pthread_self(), name);
+#else
+    (void)name;
+#endif
+}

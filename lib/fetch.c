@@ -57,6 +57,7 @@ static void *fetch_main(void *arg)
     worker_t *w = arg;
     esbulk__fetch_t *f = w->f;
 
+    esbulk__thread_name("esbulk-topo");
     esbulk__http_set_thread_cancel(&w->cancel);
     for (;;) {
         esbulk__fetched_t *a;

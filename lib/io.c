@@ -467,6 +467,7 @@ static void *io_main(void *arg)
     esbulk_t *eb = arg;
     io_t *io = eb->io;
 
+    esbulk__thread_name("esbulk-io");
     for (;;) {
         esbulk__queue_t incoming = {0};
         esbulk__handoff_flags_t fl;

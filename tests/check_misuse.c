@@ -11,11 +11,13 @@
 #include <esbulk.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -208,6 +210,49 @@ static void assert_exactly_once(void)
 }
 
 /* ------------------------------------------------------------------------- */
+
+/* The library's threads carry their names (ps -L, top -H, perf). */
+static int thread_named(const char *name)
+{
+    char path[128], comm[64];
+    int tid, found = 0;
+    FILE *f;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+
+    ck_assert_ptr_nonnull(d);
+    while (!found && (e = readdir(d)) != NULL) {
+        if ((tid = atoi(e->d_name)) <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(comm, sizeof(comm), f) != NULL) {
+            comm[strcspn(comm, "\n")] = '\0';
+            found = strcmp(comm, name) == 0;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+START_TEST(test_thread_names)
+{
+    esbulk_t *eb;
+
+    ck_assert(!thread_named("esbulk-io"));
+    eb = quick_handle(CB_RESULT);
+    /* the I/O thread names itself as it starts */
+    for (int i = 0; i < 200 && !(thread_named("esbulk-io") && thread_named("esbulk-topo")); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+    ck_assert(thread_named("esbulk-io"));
+    ck_assert(thread_named("esbulk-topo"));
+    esbulk_destroy(eb);
+    ck_assert(!thread_named("esbulk-io"));
+    ck_assert(!thread_named("esbulk-topo"));
+}
+END_TEST
 
 START_TEST(test_null_handle)
 {
@@ -481,6 +526,7 @@ int main(void)
 
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, test_null_handle);
+    tcase_add_test(tc, test_thread_names);
     tcase_add_test(tc, test_poll_in_callback);
     tcase_add_test(tc, test_flush_in_callback);
     tcase_add_test(tc, test_close_in_callback);
