@@ -260,9 +260,12 @@ static int run_work(pipe_t *p, const docs_t *d, work_t w, double *cpu_ns, double
 
 /* Starts path on a free port of 19280-19289; its URL into url. -1 if none
  * could start. */
-static pid_t sink_start(const char *path, char *url, size_t url_size)
+static pid_t sink_start(const char *path, int nodes, char *url, size_t url_size)
 {
+    char nodestr[16];
     int port;
+
+    snprintf(nodestr, sizeof(nodestr), "%d", nodes);
 
     for (port = SINK_PORT_FIRST; port <= SINK_PORT_LAST; port++) {
         char portstr[16], line[256];
@@ -286,8 +289,8 @@ static pid_t sink_start(const char *path, char *url, size_t url_size)
             prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (dup2(fds[1], STDOUT_FILENO) < 0)
                 _exit(127);
-            execl(path, path, "--port", portstr, "--max-seconds", "600", "--quiet",
-                  (char *)NULL);
+            execl(path, path, "--port", portstr, "--nodes", nodestr, "--max-seconds", "600",
+                  "--quiet", (char *)NULL);
             _exit(127);
         }
         close(fds[1]);
@@ -354,12 +357,15 @@ static int sink_path(const char *argv0, char *out, size_t out_size)
 /* ------------------------------------------------------------------------- */
 
 static const char usage[] =
-    "usage: micro [--docs N] [--sink URL] [--nullsink PATH] [--no-engine] [--engine-only]\n"
-    "             [--no-ids] [--set KEY=VALUE]...\n"
+    "usage: micro [--docs N] [--sink URL] [--nullsink PATH] [--sink-nodes N] [--no-engine]\n"
+    "             [--engine-only] [--no-ids] [--set KEY=VALUE]...\n"
     "  --docs N        documents (default 1000000)\n"
     "  --sink URL      a null sink already running (default: start bench/nullsink on a\n"
     "                  free port in 19280-19289 and stop it at the end)\n"
     "  --nullsink PATH the null sink program to start\n"
+    "  --sink-nodes N  the null sink started is a cluster of N nodes (1-8, default 1):\n"
+    "                  with routing.level=node, one destination per node, as on a\n"
+    "                  real cluster\n"
     "  --no-engine     only the no-network part\n"
     "  --engine-only   one pass of the no-network part, not the best of 3 (profiling)\n"
     "  --no-ids        the engine part adds documents without _id (id.generate decides)\n"
@@ -379,7 +385,7 @@ int main(int argc, char **argv)
     double ns_all, wall_all, ns_route, ns_build, ns_copies;
     int64_t ndocs = DEFAULT_DOCS;
     size_t nsets = 0;
-    int i, engine = 1, engine_only = 0, ids = 1, rc = 1;
+    int i, engine = 1, engine_only = 0, ids = 1, rc = 1, sink_nodes = 1;
     pid_t child = -1;
     docs_t d;
     pipe_t p;
@@ -393,6 +399,14 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "--sink") == 0 && i + 1 < argc) {
             sink = argv[++i];
+        } else if (strcmp(argv[i], "--sink-nodes") == 0 && i + 1 < argc) {
+            int64_t v;
+
+            if (bench_parse_i64(argv[++i], 1, 8, &v) != 0) {
+                fprintf(stderr, "micro: --sink-nodes must be 1..8\n");
+                return 2;
+            }
+            sink_nodes = (int)v;
         } else if (strcmp(argv[i], "--nullsink") == 0 && i + 1 < argc) {
             snprintf(sink_prog, sizeof(sink_prog), "%s", argv[++i]);
         } else if (strcmp(argv[i], "--no-engine") == 0) {
@@ -471,7 +485,7 @@ int main(int argc, char **argv)
                 printf("}\n");
                 goto out;
             }
-            child = sink_start(sink_prog, sink_url, sizeof(sink_url));
+            child = sink_start(sink_prog, sink_nodes, sink_url, sizeof(sink_url));
             if (child < 0) {
                 fprintf(stderr, "micro: cannot start %s on a port in %d-%d\n", sink_prog,
                         SINK_PORT_FIRST, SINK_PORT_LAST);
@@ -499,12 +513,12 @@ int main(int argc, char **argv)
                "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
                "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
                ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
-               ",\"sink\":\"%s\"}}\n",
+               ",\"sink\":\"%s\",\"sink_nodes\":%d}}\n",
                res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
                res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
                res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
                res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed,
-               res.possibly, stat_u64(stats, "requests"), sink);
+               res.possibly, stat_u64(stats, "requests"), sink, sink == sink_url ? sink_nodes : 0);
         json_decref(stats);
         esbulk_free(res.stats);
         rc = res.indexed == res.docs && !res.flush_timed_out ? 0 : 1;

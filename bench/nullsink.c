@@ -10,10 +10,11 @@
  *                          action's _index and _id; a filter_path on took,
  *                          errors and items.*.<field> is applied
  *   GET /                  an OpenSearch 2.19.6 root
- *   GET /_nodes/http       one node, published at this server's address
+ *   GET /_nodes/http       the nodes (--nodes N, default 1), each published at
+ *                          its own port: P, then free ports
  *   GET /_alias/NAME, /_data_stream/NAME, /_resolve/index/NAME   404
  *   GET /_cluster/state/metadata,routing_table/NAME   6 shards (routing_num_shards
- *                          768), every primary on this node
+ *                          768), shard s's primary on node s % N
  *   GET /NAME/_settings, /NAME/_search_shards, /NAME/_count, PUT/DELETE /NAME
  *   GET /_nullsink/stats   {"requests","bulk_requests","docs","bytes_in",
  *                          "expect_continue"}
@@ -47,8 +48,9 @@
 #define OUT_HIGH_WATER ((size_t)64 << 20)       /* stop reading past this much unsent */
 #define READ_CHUNK 262144
 #define VALUE_MAX_BYTES 1024                    /* _index/_id echoed: longer ones are cut */
-#define NODE_ID "nullsink-node-0"
+#define NODE_ID "nullsink-node-"  /* + the node's number */
 #define NODE_NAME "nullsink"
+#define MAX_NODES 8
 #define SHARDS 6
 #define ROUTING_SHARDS 768
 #define VERSION_CREATED "136408427" /* OpenSearch 2.19.6's version id */
@@ -197,7 +199,9 @@ typedef struct {
 } request_t;
 
 static struct {
-    int port;
+    int port;                   /* node 0's */
+    int ports[MAX_NODES];
+    int nnodes;
     uint64_t requests, bulk_requests, docs, bytes_in, expect_continue, seq_no;
     sbuf_t body, inflated;  /* scratch: answer body, inflated request */
     conn_t *conns[MAX_CONNS];
@@ -557,7 +561,8 @@ static int cluster_state(const char *name)
         return -1;
     for (s = 0; s < SHARDS; s++)
         if ((s > 0 && sb_adds(b, ",")) || sb_adds(b, "\"") || sb_u64(b, (uint64_t)s) ||
-            sb_adds(b, "\":[{\"state\":\"STARTED\",\"primary\":true,\"node\":\"" NODE_ID "\"}]"))
+            sb_adds(b, "\":[{\"state\":\"STARTED\",\"primary\":true,\"node\":\"" NODE_ID) ||
+            sb_u64(b, (uint64_t)(s % g.nnodes)) || sb_adds(b, "\"}]"))
             return -1;
     return sb_adds(b, "}}}}}");
 }
@@ -567,13 +572,20 @@ static int search_shards(const char *name)
     sbuf_t *b = &g.body;
     int s;
 
-    if (sb_adds(b, "{\"nodes\":{\"" NODE_ID "\":{\"name\":\"" NODE_NAME "\"}},\"indices\":{") ||
-        sb_json_str(b, name, strlen(name)) || sb_adds(b, ":{}},\"shards\":["))
+    if (sb_adds(b, "{\"nodes\":{"))
+        return -1;
+    for (s = 0; s < g.nnodes; s++)
+        if ((s > 0 && sb_adds(b, ",")) || sb_adds(b, "\"" NODE_ID) || sb_u64(b, (uint64_t)s) ||
+            sb_adds(b, "\":{\"name\":\"" NODE_NAME) || sb_u64(b, (uint64_t)s) ||
+            sb_adds(b, "\"}"))
+            return -1;
+    if (sb_adds(b, "},\"indices\":{") || sb_json_str(b, name, strlen(name)) ||
+        sb_adds(b, ":{}},\"shards\":["))
         return -1;
     for (s = 0; s < SHARDS; s++)
         if ((s > 0 && sb_adds(b, ",")) ||
-            sb_adds(b, "[{\"state\":\"STARTED\",\"primary\":true,\"node\":\"" NODE_ID
-                       "\",\"index\":") ||
+            sb_adds(b, "[{\"state\":\"STARTED\",\"primary\":true,\"node\":\"" NODE_ID) ||
+            sb_u64(b, (uint64_t)(s % g.nnodes)) || sb_adds(b, "\",\"index\":") ||
             sb_json_str(b, name, strlen(name)) || sb_adds(b, ",\"shard\":") ||
             sb_u64(b, (uint64_t)s) || sb_adds(b, "}]"))
             return -1;
@@ -607,16 +619,25 @@ static int handle(conn_t *c, const request_t *rq, const char *body, size_t len)
         return handle_bulk(c, rq, body, len, &idx, &f);
     }
     if (get && plen == 1) {
-        if (sb_adds(b, "{\"name\":\"" NODE_NAME "\",\"cluster_name\":\"nullsink\",\"version\":"
+        if (sb_adds(b, "{\"name\":\"" NODE_NAME "0\",\"cluster_name\":\"nullsink\",\"version\":"
                        "{\"distribution\":\"opensearch\",\"number\":\"2.19.6\"},"
                        "\"tagline\":\"The OpenSearch Project: https://opensearch.org/\"}"))
             return -1;
         return respond(c, 200, head);
     }
     if (get && starts(path, plen, "/_nodes")) {
-        if (sb_adds(b, "{\"nodes\":{\"" NODE_ID "\":{\"name\":\"" NODE_NAME
-                       "\",\"http\":{\"publish_address\":\"127.0.0.1:") ||
-            sb_u64(b, (uint64_t)g.port) || sb_adds(b, "\"}}}}"))
+        int k;
+
+        if (sb_adds(b, "{\"nodes\":{"))
+            return -1;
+        for (k = 0; k < g.nnodes; k++)
+            if ((k > 0 && sb_adds(b, ",")) || sb_adds(b, "\"" NODE_ID) ||
+                sb_u64(b, (uint64_t)k) || sb_adds(b, "\":{\"name\":\"" NODE_NAME) ||
+                sb_u64(b, (uint64_t)k) ||
+                sb_adds(b, "\",\"http\":{\"publish_address\":\"127.0.0.1:") ||
+                sb_u64(b, (uint64_t)g.ports[k]) || sb_adds(b, "\"}}"))
+                return -1;
+        if (sb_adds(b, "}}"))
             return -1;
         return respond(c, 200, head);
     }
@@ -953,23 +974,25 @@ static int listen_on(int port)
         close(fd);
         return -1;
     }
-    g.port = ntohs(sa.sin_port);
+    g.ports[g.nnodes++] = ntohs(sa.sin_port);
     return fd;
 }
 
 static const char usage[] =
-    "usage: nullsink --port P [--max-seconds S] [--quiet]\n"
+    "usage: nullsink --port P [--nodes N] [--max-seconds S] [--quiet]\n"
     "A null Elasticsearch/OpenSearch on 127.0.0.1:P (0: any free port) that answers\n"
     "every _bulk with success and indexes nothing. Prints {\"nullsink\":URL,\"pid\":N}\n"
-    "once listening; exits after S seconds (default 600) or on SIGTERM/SIGINT.\n";
+    "once listening; exits after S seconds (default 600) or on SIGTERM/SIGINT.\n"
+    "--nodes N (1-8): a cluster of N nodes, node 0 on P, the others on free ports,\n"
+    "all served by this one process.\n";
 
 int main(int argc, char **argv)
 {
-    struct pollfd pfd[MAX_CONNS + 1];
+    struct pollfd pfd[MAX_CONNS + MAX_NODES];
     struct sigaction sa;
-    long port = -1, max_s = 600;
+    long port = -1, max_s = 600, nodes = 1;
     double deadline;
-    int i, lfd, quiet = 0;
+    int i, lfd[MAX_NODES], nl, quiet = 0;
 
     for (i = 1; i < argc; i++) {
         char *end;
@@ -980,6 +1003,10 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--max-seconds") == 0 && i + 1 < argc) {
             max_s = strtol(argv[++i], &end, 10);
             if (*end != '\0' || max_s < 1 || max_s > 86400)
+                max_s = -1;
+        } else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
+            nodes = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || nodes < 1 || nodes > MAX_NODES)
                 max_s = -1;
         } else if (strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
@@ -1000,11 +1027,15 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    lfd = listen_on((int)port);
-    if (lfd < 0) {
-        fprintf(stderr, "nullsink: cannot listen on 127.0.0.1:%ld: %s\n", port, strerror(errno));
-        return 1;
+    for (nl = 0; nl < nodes; nl++) {
+        lfd[nl] = listen_on(nl == 0 ? (int)port : 0);
+        if (lfd[nl] < 0) {
+            fprintf(stderr, "nullsink: cannot listen on 127.0.0.1:%ld: %s\n",
+                    nl == 0 ? port : 0L, strerror(errno));
+            return 1;
+        }
     }
+    g.port = g.ports[0];
     g.body.max = OUT_MAX_BYTES;
     g.inflated.max = INFLATED_MAX_BYTES;
     printf("{\"nullsink\":\"http://127.0.0.1:%d\",\"pid\":%ld}\n", g.port, (long)getpid());
@@ -1018,19 +1049,22 @@ int main(int argc, char **argv)
         if (left <= 0)
             break;
         timeout_ms = left > 1.0 ? 1000 : (int)(left * 1000) + 1;
-        pfd[0].fd = lfd;
-        pfd[0].events = POLLIN;
+        for (i = 0; i < nl; i++) {
+            pfd[i].fd = lfd[i];
+            pfd[i].events = POLLIN;
+            pfd[i].revents = 0;
+        }
         for (i = 0; i < g.nconns; i++) {
             conn_t *c = g.conns[i];
             size_t unsent = c->out.len - c->out_off;
 
-            pfd[i + 1].fd = c->fd;
-            pfd[i + 1].events = (short)((unsent < OUT_HIGH_WATER && !c->close_after && !c->eof
+            pfd[nl + i].fd = c->fd;
+            pfd[nl + i].events = (short)((unsent < OUT_HIGH_WATER && !c->close_after && !c->eof
                                              ? POLLIN : 0) |
                                         (unsent > 0 ? POLLOUT : 0));
-            pfd[i + 1].revents = 0;
+            pfd[nl + i].revents = 0;
         }
-        n = poll(pfd, (nfds_t)g.nconns + 1, timeout_ms);
+        n = poll(pfd, (nfds_t)(g.nconns + nl), timeout_ms);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -1040,7 +1074,7 @@ int main(int argc, char **argv)
         /* backwards: conn_close moves the last connection into slot i */
         for (i = g.nconns - 1; i >= 0; i--) {
             conn_t *c = g.conns[i];
-            short ev = pfd[i + 1].revents;
+            short ev = pfd[nl + i].revents;
             int done = 0;
 
             if (ev == 0)
@@ -1054,12 +1088,14 @@ int main(int argc, char **argv)
             if (done)
                 conn_close(i);
         }
-        if (pfd[0].revents & POLLIN)
-            accept_all(lfd);
+        for (i = 0; i < nl; i++)
+            if (pfd[i].revents & POLLIN)
+                accept_all(lfd[i]);
     }
     while (g.nconns > 0)
         conn_close(g.nconns - 1);
-    close(lfd);
+    for (i = 0; i < nl; i++)
+        close(lfd[i]);
     sb_free(&g.body);
     sb_free(&g.inflated);
     if (!quiet)
