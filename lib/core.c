@@ -88,6 +88,7 @@ struct esbulk__core_s {
     int cluster_fetching;     /* a cluster read was asked for and not answered */
     int cluster_failed;       /* the last cluster read failed: index reads will too */
     int refresh_wanted;
+    int layouts_changed;      /* an index entry came or went (esbulk__core_layouts) */
     int64_t last_ask_ms;      /* the last cluster read asked for */
     int64_t view_ms;          /* the last cluster view received */
     esbulk__queue_t retry;    /* documents waiting for their retry time */
@@ -294,6 +295,8 @@ static void ix_free(esbulk__core_t *c, ix_t *ix)
     if (c->last_ix == ix)
         c->last_ix = NULL;
     c->nixs--;
+    if (ix->e != NULL)
+        c->layouts_changed = 1;
     esbulk__index_release(ix->e);
     free(ix->shard_dest);
     free(ix->name);
@@ -811,6 +814,7 @@ void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__ind
     if (e != NULL) {
         esbulk__index_release(ix->e);
         ix->e = e;
+        c->layouts_changed = 1;
         ix->concrete = e->state == ESBULK__IDX_OK && e->write_index != NULL &&
                        strcmp(e->write_index, ix->name) == 0;
         shard_dest_clear(ix);
@@ -891,6 +895,34 @@ int esbulk__core_refresh_wanted(esbulk__core_t *c, int64_t now)
 
 /* ------------------------------------------------------------------------- */
 /* Documents and retries */
+
+int esbulk__core_layouts(esbulk__core_t *c, esbulk__index_t **out, int max)
+{
+    ix_t *top[16], *ix;
+    int n = 0, i;
+
+    if (!c->layouts_changed)
+        return -1;
+    c->layouts_changed = 0;
+    if (max > (int)ESBULK__ARRAY_LEN(top))
+        max = (int)ESBULK__ARRAY_LEN(top);
+    /* the max most lately used, kept in order of used_ms, newest first */
+    for (ix = c->ixs; ix != NULL; ix = ix->next) {
+        if (ix->e == NULL || ix->e->state != ESBULK__IDX_OK || max <= 0)
+            continue;
+        if (n == max && ix->used_ms <= top[n - 1]->used_ms)
+            continue;
+        i = n < max ? n++ : n - 1;
+        for (; i > 0 && top[i - 1]->used_ms < ix->used_ms; i--)
+            top[i] = top[i - 1];
+        top[i] = ix;
+    }
+    for (i = 0; i < n; i++) {
+        atomic_fetch_add(&top[i]->e->refs, 1);
+        out[i] = top[i]->e;
+    }
+    return n;
+}
 
 void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t now)
 {

@@ -153,6 +153,12 @@ void esbulk__core_index_fetched(esbulk__core_t *core, const char *name, esbulk__
 /* True (once) when a node failed and the cluster view should be read again. */
 int esbulk__core_refresh_wanted(esbulk__core_t *core, int64_t now);
 
+/* The index layouts in use, for the adding threads' placement hints
+ * (place.h): when they changed since the last call, up to max new
+ * references to the entries of the indices used most lately (routable ones
+ * only) in out, and their number; -1 when nothing changed. */
+int esbulk__core_layouts(esbulk__core_t *core, esbulk__index_t **out, int max);
+
 /* Takes d over: routes it and queues it for sending. */
 void esbulk__core_add(esbulk__core_t *core, esbulk__doc_t *d, int64_t now);
 

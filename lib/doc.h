@@ -27,6 +27,7 @@ struct esbulk_result_s {
                                        lines_off; NULL: in an allocation of their own */
     size_t lines_off;
     struct esbulk__docmem_s *dm;    /* the record came from dm's slabs (NULL: calloc) */
+    unsigned char slot;             /* and goes back to this slot's free records */
     char *strs_own;                 /* index, id and routing when they do not fit in strs */
     char strs[ESBULK__DOC_STRS];
     size_t body_bytes;              /* counted in buffer.max.bytes until the outcome: the

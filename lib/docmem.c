@@ -18,6 +18,7 @@
  * SPARE_TRIM_MS are freed by esbulk__docmem_spares_trim, down to
  * SPARE_BLOCKS. */
 #define SLAB_DOCS 256
+#define STEAL_MIN (16 * SLAB_DOCS)
 #define BLOCK_BYTES ((size_t)1 << 20)
 #define SPARE_BLOCKS 4
 #define SPARE_TRIM_MS 5000
@@ -37,9 +38,10 @@ typedef struct slab_s {
 
 struct esbulk__docmem_s {
     pthread_mutex_t lock;   /* guards all below */
-    esbulk__doc_t *free_docs; /* linked by next */
+    esbulk__doc_t *free_docs[ESBULK__DOCMEM_SLOTS]; /* linked by next, per slot */
+    size_t nfree[ESBULK__DOCMEM_SLOTS];
     slab_t *slabs;
-    block_t *cur;           /* lines go here */
+    block_t *cur[ESBULK__DOCMEM_SLOTS]; /* each slot's lines go here */
     block_t *spare;
     size_t nspare;
     size_t spare_low;       /* the fewest spares since the last trim */
@@ -108,15 +110,29 @@ size_t esbulk__docmem_spares(esbulk__docmem_t *dm)
     return n;
 }
 
+size_t esbulk__docmem_records(esbulk__docmem_t *dm)
+{
+    size_t n = 0;
+    slab_t *s;
+
+    pthread_mutex_lock(&dm->lock);
+    for (s = dm->slabs; s != NULL; s = s->next)
+        n += SLAB_DOCS;
+    pthread_mutex_unlock(&dm->lock);
+    return n;
+}
+
 void esbulk__docmem_destroy(esbulk__docmem_t *dm)
 {
     block_t *b;
     slab_t *s;
+    int i;
 
     if (dm == NULL)
         return;
-    if (dm->cur != NULL)
-        block_unref(dm->cur); /* frees it, or keeps it as a spare */
+    for (i = 0; i < ESBULK__DOCMEM_SLOTS; i++)
+        if (dm->cur[i] != NULL)
+            block_unref(dm->cur[i]); /* frees it, or keeps it as a spare */
     while ((b = dm->spare) != NULL) {
         dm->spare = b->next;
         free(b);
@@ -148,8 +164,45 @@ static block_t *block_new(esbulk__docmem_t *dm)
     return b;
 }
 
-esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk__doc_t **out,
-                                 char **lines)
+/* Under dm->lock: a free record for slot, from its own list, else from a
+ * slot that holds many more free records than it needs (a destination that
+ * went away), else from a new slab; NULL if out of memory. A slot takes
+ * from another only past STEAL_MIN: records taken one by one from another
+ * slot would lie among that slot's, which is what slots are for. So the
+ * records are bounded by the most each slot held at once, plus STEAL_MIN
+ * per slot. */
+static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
+{
+    unsigned k, from = slot;
+    esbulk__doc_t **list, *d;
+
+    for (k = 1; dm->nfree[from] == 0 && k < ESBULK__DOCMEM_SLOTS; k++)
+        if (dm->nfree[(slot + k) % ESBULK__DOCMEM_SLOTS] > STEAL_MIN)
+            from = (slot + k) % ESBULK__DOCMEM_SLOTS;
+    list = &dm->free_docs[from];
+    if (*list == NULL) {
+        slab_t *s = malloc(sizeof(*s));
+        int i;
+
+        if (s == NULL)
+            return NULL;
+        s->next = dm->slabs;
+        dm->slabs = s;
+        list = &dm->free_docs[slot];
+        for (i = SLAB_DOCS - 1; i >= 0; i--) {
+            s->docs[i].next = *list;
+            *list = &s->docs[i];
+        }
+        dm->nfree[from] += SLAB_DOCS;
+    }
+    d = *list;
+    *list = d->next;
+    dm->nfree[from]--;
+    return d;
+}
+
+esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lines_max,
+                                 esbulk__doc_t **out, char **lines)
 {
     esbulk__doc_t *d;
     block_t *b = NULL, *retired = NULL;
@@ -161,22 +214,10 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk_
         *lines = NULL;
     if (lines_max > 0 && need > BLOCK_BYTES / 4 && (own = malloc(need)) == NULL)
         return ESBULK_ERR_NOMEM;
+    slot %= ESBULK__DOCMEM_SLOTS;
     pthread_mutex_lock(&dm->lock);
-    if (dm->free_docs == NULL) {
-        slab_t *s = malloc(sizeof(*s));
-        int i;
-
-        if (s == NULL)
-            goto nomem;
-        s->next = dm->slabs;
-        dm->slabs = s;
-        for (i = SLAB_DOCS - 1; i >= 0; i--) {
-            s->docs[i].next = dm->free_docs;
-            dm->free_docs = &s->docs[i];
-        }
-    }
     if (lines_max > 0 && own == NULL) {
-        b = dm->cur;
+        b = dm->cur[slot];
         if (b != NULL) {
             /* no document holds it (only adds take a share, under this
              * lock): start over at its beginning, on pages already resident
@@ -192,19 +233,22 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk_
         if (b == NULL) {
             if ((b = block_new(dm)) == NULL)
                 goto nomem;
-            dm->cur = b;
+            dm->cur[slot] = b;
             off = 0;
         }
+    }
+    if ((d = record_take(dm, slot)) == NULL)
+        goto nomem_retired; /* nothing handed out: b stays as it was, or new and empty */
+    if (b != NULL) {
         atomic_store(&b->used, off + need);
         atomic_fetch_add(&b->refs, 1);
     }
-    d = dm->free_docs;
-    dm->free_docs = d->next;
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
         block_unref(retired);
     memset(d, 0, sizeof(*d));
     d->dm = dm;
+    d->slot = (unsigned char)slot;
     if (b != NULL) {
         d->block = b;
         d->lines_off = off;
@@ -214,6 +258,12 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk_
     }
     *out = d;
     return ESBULK_OK;
+nomem_retired:
+    pthread_mutex_unlock(&dm->lock);
+    if (retired != NULL)
+        block_unref(retired); /* it left dm->cur: nothing else holds this share */
+    free(own);
+    return ESBULK_ERR_NOMEM;
 nomem:
     pthread_mutex_unlock(&dm->lock);
     free(own);
@@ -282,8 +332,9 @@ void esbulk__doc_free(esbulk__doc_t *d)
         return;
     }
     pthread_mutex_lock(&dm->lock);
-    d->next = dm->free_docs;
-    dm->free_docs = d;
+    d->next = dm->free_docs[d->slot];
+    dm->free_docs[d->slot] = d;
+    dm->nfree[d->slot]++;
     pthread_mutex_unlock(&dm->lock);
 }
 
@@ -300,16 +351,23 @@ void esbulk__doc_free_list(esbulk__doc_t *head)
         }
         doc_clear(d);
         dm = d->dm;
-        d->next = first;
-        first = d;
+        d->next = NULL;
         if (last == NULL)
-            last = d;
+            first = d;
+        else
+            last->next = d;
+        last = d;
     }
     if (first == NULL)
         return;
-    /* one lock for all of them */
+    /* one lock for all of them, each to its slot's list (in order: the
+     * next adds take them back in reverse, one memory stream per slot) */
     pthread_mutex_lock(&dm->lock);
-    last->next = dm->free_docs;
-    dm->free_docs = first;
+    for (d = first; d != NULL; d = next) {
+        next = d->next;
+        d->next = dm->free_docs[d->slot];
+        dm->free_docs[d->slot] = d;
+        dm->nfree[d->slot]++;
+    }
     pthread_mutex_unlock(&dm->lock);
 }

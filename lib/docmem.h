@@ -27,15 +27,26 @@ void esbulk__docmem_destroy(esbulk__docmem_t *dm);
  * thread now and then, so that memory a burst needed goes back once the
  * burst is over. */
 void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms);
-/* How many spare blocks are kept (for the tests). */
+/* How many spare blocks are kept, and how many records the slabs hold (for
+ * the tests). */
 size_t esbulk__docmem_spares(esbulk__docmem_t *dm);
+size_t esbulk__docmem_records(esbulk__docmem_t *dm);
 
-/* A zeroed record (d->dm set) and, when lines_max > 0, room for up to
+/* Slots keep apart in memory the documents of different destinations: each
+ * slot has its own block of lines and its own free records, so that the
+ * documents one request carries lie one after another (walking them reads
+ * memory in order, which the processor fetches ahead) rather than among
+ * every other destination's. Any slot may be used for any document: it only
+ * decides where it is placed. */
+#define ESBULK__DOCMEM_SLOTS 8
+
+/* A zeroed record (d->dm and d->slot set) for slot (taken modulo
+ * ESBULK__DOCMEM_SLOTS) and, when lines_max > 0, room for up to
  * lines_max bytes of request lines plus a NUL at *lines (in a block, or an
  * allocation of its own for a large document); d->lines is left NULL for
  * the caller to set. ESBULK_ERR_NOMEM. */
-esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, size_t lines_max, esbulk__doc_t **out,
-                                 char **lines);
+esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lines_max,
+                                 esbulk__doc_t **out, char **lines);
 /* The lines written at d->lines turned out lines_len bytes, fewer than the
  * lines_max asked for: the rest goes back when nobody took room after it. */
 void esbulk__docmem_trim(esbulk__doc_t *d, size_t lines_max);

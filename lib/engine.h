@@ -12,6 +12,7 @@
 #include "doc.h"
 #include "http.h"
 #include "log.h"
+#include "place.h"
 #include "topology.h"
 
 #include <pthread.h>
@@ -28,6 +29,8 @@ struct esbulk_s {
     uint64_t node_tag;              /* for time ids */
     atomic_uint id_seq;
     struct esbulk__docmem_s *dm;    /* records and request lines (docmem.h); thread-safe */
+    esbulk__place_t place;          /* in which docmem slot a document goes (place.h);
+                                     * thread-safe, published by the I/O thread */
 
     pthread_mutex_t lock;           /* guards everything below */
     pthread_cond_t cond_space;      /* buffer space freed */

@@ -182,12 +182,18 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
         eb->wake_interval_ms = esbulk__conf_int(eb->conf, ESBULK__C_FLUSH_INTERVAL_MS);
     }
     pthread_mutex_init(&eb->lock, NULL);
+    esbulk__place_init(&eb->place,
+                       esbulk__conf_int(conf, ESBULK__C_ROUTING_LEVEL) == ESBULK__ROUTING_OFF &&
+                           esbulk__conf_int(conf, ESBULK__C_ORDERING) != ESBULK__ORDER_PER_ID,
+                       esbulk__conf_int(conf, ESBULK__C_ROUTING_LEVEL) == ESBULK__ROUTING_NODE &&
+                           esbulk__conf_int(conf, ESBULK__C_ORDERING) != ESBULK__ORDER_PER_ID);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&eb->cond_space, &ca);
     pthread_cond_init(&eb->cond_results, &ca);
     pthread_condattr_destroy(&ca);
     if (esbulk__io_start(eb, errstr, errstr_size) != ESBULK_OK) {
+        esbulk__place_destroy(&eb->place);
         pthread_mutex_destroy(&eb->lock);
         pthread_cond_destroy(&eb->cond_space);
         pthread_cond_destroy(&eb->cond_results);
@@ -439,7 +445,11 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     }
     /* a body line is at most the body and its "\n" */
     lines_max = action_len + (bline.len > 0 ? bline.len : op == ESBULK_OP_DELETE ? 0 : body_len + 1);
-    if ((err = esbulk__docmem_take(eb->dm, lines_max, &d, &p)) != ESBULK_OK)
+    /* beside the documents going where this one most likely goes */
+    if ((err = esbulk__docmem_take(eb->dm,
+                                   esbulk__place_slot(&eb->place, index, id, id_len, routing,
+                                                      routing_len),
+                                   lines_max, &d, &p)) != ESBULK_OK)
         goto fail;
     if (fast)
         esbulk__action_line_plain(p, op, index, index_len, id, id_len, routing, routing_len);
@@ -1041,6 +1051,7 @@ static void handle_free(esbulk_t *eb)
     esbulk__http_opts_free(&eb->http);
     esbulk__urls_free(eb->seeds, eb->nseeds);
     free(eb->node_stats);
+    esbulk__place_destroy(&eb->place);
     pthread_mutex_destroy(&eb->lock);
     pthread_cond_destroy(&eb->cond_space);
     pthread_cond_destroy(&eb->cond_results);

@@ -462,6 +462,17 @@ static void io_free(io_t *io)
     free(io);
 }
 
+/* The adding threads place each document beside the others of its
+ * destination (place.h) from the layouts the core uses. */
+static void publish_layouts(esbulk_t *eb, io_t *io)
+{
+    esbulk__index_t *e[ESBULK__PLACE_MAX];
+    int n = esbulk__core_layouts(io->core, e, ESBULK__PLACE_MAX);
+
+    if (n >= 0)
+        esbulk__place_publish(&eb->place, e, n);
+}
+
 static void *io_main(void *arg)
 {
     esbulk_t *eb = arg;
@@ -481,6 +492,7 @@ static void *io_main(void *arg)
         topology_answers(eb, io, now);
         while ((d = esbulk__queue_pop(&incoming)) != NULL)
             esbulk__core_add(io->core, d, now);
+        publish_layouts(eb, io);
         if (fl.abort_all) {
             /* stop the topology thread first: nothing waits on a read */
             esbulk__fetch_stop(io->fetch);

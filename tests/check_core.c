@@ -618,7 +618,7 @@ static esbulk__doc_t *doc_in_block(esbulk__docmem_t *dm, const char *id, long n)
 
     len = (size_t)snprintf(lines, sizeof(lines),
                            "{\"index\":{\"_index\":\"logs\",\"_id\":\"%s\"}}\n{\"n\":%ld}\n", id, n);
-    ck_assert_int_eq(esbulk__docmem_take(dm, len, &d, &p), ESBULK_OK);
+    ck_assert_int_eq(esbulk__docmem_take(dm, 0, len, &d, &p), ESBULK_OK);
     ck_assert_ptr_nonnull(d->block);
     memcpy(p, lines, len + 1);
     d->lines = p;

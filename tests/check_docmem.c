@@ -1,23 +1,31 @@
 /* Document memory (lib/docmem.c): records from slabs, request lines in
  * shared blocks, blocks reused only once every document in them let go,
- * lines moved out for a retry, and all of it from several threads. */
+ * lines moved out for a retry, slots that keep destinations apart, and all
+ * of it from several threads; and the placement hints that pick the slot
+ * (lib/place.c). */
 #include "docmem.h"
+#include "place.h"
 
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* A document with lines_max bytes of room, filled with a pattern of n bytes
  * that names it (the rest of the room given back). */
-static esbulk__doc_t *take_filled(esbulk__docmem_t *dm, size_t lines_max, size_t n, unsigned tag)
+static esbulk__doc_t *take_filled_in(esbulk__docmem_t *dm, unsigned slot, size_t lines_max,
+                                     size_t n, unsigned tag)
 {
     esbulk__doc_t *d;
     char *p;
     size_t i;
 
-    ck_assert_int_eq(esbulk__docmem_take(dm, lines_max, &d, &p), ESBULK_OK);
+    ck_assert_int_eq(esbulk__docmem_take(dm, slot, lines_max, &d, &p), ESBULK_OK);
+    ck_assert_uint_eq(d->slot, slot % ESBULK__DOCMEM_SLOTS);
     ck_assert_ptr_nonnull(p);
     ck_assert_ptr_eq(d->lines, NULL); /* the caller sets it */
     for (i = 0; i < n; i++)
@@ -28,6 +36,11 @@ static esbulk__doc_t *take_filled(esbulk__docmem_t *dm, size_t lines_max, size_t
     esbulk__docmem_trim(d, lines_max);
     d->opaque = (void *)(uintptr_t)tag;
     return d;
+}
+
+static esbulk__doc_t *take_filled(esbulk__docmem_t *dm, size_t lines_max, size_t n, unsigned tag)
+{
+    return take_filled_in(dm, 0, lines_max, n, tag);
 }
 
 static int intact(const esbulk__doc_t *d)
@@ -189,7 +202,7 @@ START_TEST(test_large_and_empty)
     big = take_filled(dm, 600 * 1024, 600 * 1024, 3); /* more than a quarter block */
     ck_assert_ptr_null(big->block);
     ck_assert(intact(big));
-    ck_assert_int_eq(esbulk__docmem_take(dm, 0, &none, &p), ESBULK_OK);
+    ck_assert_int_eq(esbulk__docmem_take(dm, 0, 0, &none, &p), ESBULK_OK);
     ck_assert_ptr_null(p);
     ck_assert_ptr_null(none->block);
     esbulk__doc_free(big);
@@ -218,7 +231,7 @@ static void *producer(void *arg)
     size_t i;
 
     for (i = 0; i < PER_THREAD; i++) {
-        esbulk__doc_t *d = take_filled(sh->dm, 260, 60 + i % 200, (unsigned)i);
+        esbulk__doc_t *d = take_filled_in(sh->dm, (unsigned)(i % 3), 260, 60 + i % 200, (unsigned)i);
 
         for (;;) {
             pthread_mutex_lock(&sh->lock);
@@ -260,6 +273,181 @@ static void *consumer(void *arg)
     return NULL;
 }
 
+/* Documents taken for different slots, interleaved as adds for three
+ * destinations come: each slot's records are neighbours in memory and its
+ * lines follow one another in a block of its own, before and after the
+ * records went back and were taken again. */
+#define SLOT_DOCS 3000
+
+static void check_slots_apart(esbulk__doc_t **docs)
+{
+    size_t i, pairs = 0, adjacent = 0;
+
+    for (i = 0; i + 3 < SLOT_DOCS; i++) {
+        const esbulk__doc_t *a = docs[i], *b = docs[i + 3];
+        ptrdiff_t diff = (const char *)b - (const char *)a;
+
+        ck_assert_msg(a->block != docs[i + 1]->block,
+                      "documents %zu and %zu of other slots share a block", i, i + 1);
+        if (a->block == b->block)
+            ck_assert_uint_eq(b->lines_off, a->lines_off + a->lines_len + 1);
+        pairs++;
+        if (diff == (ptrdiff_t)sizeof(*a) || diff == -(ptrdiff_t)sizeof(*a))
+            adjacent++;
+    }
+    /* all but where a slab ends */
+    ck_assert_msg(adjacent * 100 >= pairs * 95, "%zu of %zu records beside the slot's previous",
+                  adjacent, pairs);
+}
+
+START_TEST(test_slots_apart)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    static esbulk__doc_t *docs[SLOT_DOCS];
+    size_t i;
+    int round;
+
+    for (round = 0; round < 2; round++) {
+        for (i = 0; i < SLOT_DOCS; i++)
+            docs[i] = take_filled_in(dm, (unsigned)(i % 3), 300, 150 + i % 100, (unsigned)i);
+        for (i = 0; i < SLOT_DOCS; i++)
+            ck_assert_msg(intact(docs[i]), "document %zu overwritten", i);
+        check_slots_apart(docs);
+        /* back in a batch (as served results are), each to its slot */
+        for (i = 0; i + 1 < SLOT_DOCS; i++)
+            docs[i]->next = docs[i + 1];
+        docs[SLOT_DOCS - 1]->next = NULL;
+        esbulk__doc_free_list(docs[0]);
+    }
+    /* a slot beyond the last wraps around */
+    docs[0] = take_filled_in(dm, ESBULK__DOCMEM_SLOTS + 1, 100, 50, 1);
+    esbulk__doc_free(docs[0]);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+/* A slot takes another slot's free records only when that one holds many
+ * more than it uses (a destination that went away), so records stay
+ * bounded: below that a slot makes slabs of its own. */
+START_TEST(test_slots_take_from_idle)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    static esbulk__doc_t *docs[6000];
+    size_t i, before;
+
+    for (i = 0; i < 1000; i++)
+        docs[i] = take_filled_in(dm, 0, 100, 50, (unsigned)i);
+    for (i = 0; i < 1000; i++)
+        esbulk__doc_free(docs[i]);
+    before = esbulk__docmem_records(dm);
+    for (i = 0; i < 500; i++)
+        docs[i] = take_filled_in(dm, 1, 100, 50, (unsigned)i);
+    ck_assert_uint_gt(esbulk__docmem_records(dm), before); /* slabs of its own */
+    for (i = 0; i < 500; i++)
+        esbulk__doc_free(docs[i]);
+    for (i = 0; i < 6000; i++)
+        docs[i] = take_filled_in(dm, 2, 100, 50, (unsigned)i);
+    for (i = 0; i < 6000; i++)
+        esbulk__doc_free(docs[i]);
+    /* slot 2 now holds 6000 idle records: slot 3 takes from them */
+    before = esbulk__docmem_records(dm);
+    for (i = 0; i < 1500; i++)
+        docs[i] = take_filled_in(dm, 3, 100, 50, (unsigned)i);
+    ck_assert_uint_eq(esbulk__docmem_records(dm), before);
+    for (i = 0; i < 1500; i++)
+        esbulk__doc_free(docs[i]);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+/* The placement hint: the node of the shard the document routes to (or the
+ * shard), from the published layouts; 0 when unknown. */
+static esbulk__index_t *layout_new(const char *name, int32_t shards, const int32_t *primary,
+                                   const char *alias_routing)
+{
+    esbulk__index_t *e = calloc(1, sizeof(*e));
+    int32_t s;
+
+    atomic_init(&e->refs, 1);
+    e->name = strdup(name);
+    e->write_index = strdup(name);
+    e->state = ESBULK__IDX_OK;
+    esbulk__layout_init(&e->layout);
+    e->layout.shards = shards;
+    e->primary = malloc(sizeof(*e->primary) * (size_t)shards);
+    for (s = 0; s < shards; s++)
+        e->primary[s] = primary[s];
+    if (alias_routing != NULL)
+        e->alias_routing = strdup(alias_routing);
+    return e;
+}
+
+static int32_t shard_of(const esbulk__index_t *e, const char *id, const char *routing)
+{
+    int32_t shard = -1;
+
+    ck_assert_int_eq(esbulk_layout_shard(&e->layout, id, strlen(id), routing,
+                                         routing ? strlen(routing) : 0, &shard),
+                     ESBULK_OK);
+    return shard;
+}
+
+START_TEST(test_place_slots)
+{
+    const int32_t prim[6] = {2, 0, 1, 2, 0, 1}, unassigned[6] = {-1, -1, -1, -1, -1, -1};
+    esbulk__index_t *logs = layout_new("logs", 6, prim, NULL);
+    esbulk__index_t *al = layout_new("tenant", 6, prim, "user7");
+    esbulk__index_t *un = layout_new("moving", 6, unassigned, NULL);
+    esbulk__index_t *pub[3] = {logs, al, un};
+    esbulk__place_t node, shard, off;
+    char id[32];
+    int i, seen[3] = {0, 0, 0};
+
+    esbulk__place_init(&node, 0, 1);
+    esbulk__place_init(&shard, 0, 0);
+    esbulk__place_init(&off, 1, 0);
+    ck_assert_uint_eq(esbulk__place_slot(&node, "logs", "a", 1, NULL, 0), 0); /* nothing yet */
+    for (i = 0; i < 3; i++)
+        atomic_fetch_add(&pub[i]->refs, 3); /* one per place below */
+    esbulk__place_publish(&node, pub, 3);
+    esbulk__place_publish(&shard, pub, 3);
+    esbulk__place_publish(&off, pub, 3);
+    for (i = 0; i < 300; i++) {
+        unsigned slot;
+
+        snprintf(id, sizeof(id), "doc-%d", i);
+        slot = esbulk__place_slot(&node, "logs", id, strlen(id), NULL, 0);
+        ck_assert_uint_eq(slot, (unsigned)prim[shard_of(logs, id, NULL)]);
+        seen[slot]++;
+        ck_assert_uint_eq(esbulk__place_slot(&shard, "logs", id, strlen(id), NULL, 0),
+                          (unsigned)shard_of(logs, id, NULL));
+        ck_assert_uint_eq(esbulk__place_slot(&off, "logs", id, strlen(id), NULL, 0), 0);
+        /* an explicit routing decides */
+        ck_assert_uint_eq(esbulk__place_slot(&node, "logs", id, strlen(id), "r1", 2),
+                          (unsigned)prim[shard_of(logs, id, "r1")]);
+        /* the alias's routing, whatever the id */
+        ck_assert_uint_eq(esbulk__place_slot(&node, "tenant", id, strlen(id), NULL, 0),
+                          (unsigned)prim[shard_of(al, id, "user7")]);
+        /* a primary not assigned: the shard */
+        ck_assert_uint_eq(esbulk__place_slot(&node, "moving", id, strlen(id), NULL, 0),
+                          (unsigned)shard_of(un, id, NULL));
+    }
+    ck_assert(seen[0] > 50 && seen[1] > 50 && seen[2] > 50);
+    ck_assert_uint_eq(esbulk__place_slot(&node, "other", "a", 1, NULL, 0), 0);
+    ck_assert_uint_eq(esbulk__place_slot(&node, "logs", NULL, 0, NULL, 0), 0);
+    ck_assert_uint_eq(esbulk__place_slot(&node, "tenant", "a", 1, "user8", 5), 0);
+    /* publishing again releases the layouts held */
+    esbulk__place_publish(&node, NULL, 0);
+    ck_assert_uint_eq(esbulk__place_slot(&node, "logs", "a", 1, NULL, 0), 0);
+    ck_assert_int_eq(atomic_load(&logs->refs), 3);
+    esbulk__place_destroy(&node);
+    esbulk__place_destroy(&shard);
+    esbulk__place_destroy(&off);
+    for (i = 0; i < 3; i++)
+        esbulk__index_release(pub[i]);
+}
+END_TEST
+
 START_TEST(test_threads)
 {
     static shared_t sh;
@@ -294,6 +482,9 @@ int main(void)
     tcase_add_test(tc, test_current_block_rewinds_when_empty);
     tcase_add_test(tc, test_spares_kept_reused_trimmed);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_slots_apart);
+    tcase_add_test(tc, test_slots_take_from_idle);
+    tcase_add_test(tc, test_place_slots);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,82 @@
+/* Placement hints (place.h). */
+#include "place.h"
+
+#include <string.h>
+
+void esbulk__place_init(esbulk__place_t *p, int off, int by_node)
+{
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+    p->off = off;
+    p->by_node = by_node;
+}
+
+void esbulk__place_destroy(esbulk__place_t *p)
+{
+    int i;
+
+    for (i = 0; i < p->n; i++)
+        esbulk__index_release(p->e[i]);
+    p->n = 0;
+    pthread_mutex_destroy(&p->lock);
+}
+
+void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
+{
+    esbulk__index_t *old[ESBULK__PLACE_MAX];
+    int i, nold;
+
+    if (n > ESBULK__PLACE_MAX) {
+        for (i = ESBULK__PLACE_MAX; i < n; i++)
+            esbulk__index_release(e[i]);
+        n = ESBULK__PLACE_MAX;
+    }
+    pthread_mutex_lock(&p->lock);
+    nold = p->n;
+    memcpy(old, p->e, sizeof(*old) * (size_t)nold);
+    memcpy(p->e, e, sizeof(*e) * (size_t)n);
+    p->n = n;
+    p->last = 0;
+    pthread_mutex_unlock(&p->lock);
+    /* outside the lock: a release may free a whole layout */
+    for (i = 0; i < nold; i++)
+        esbulk__index_release(old[i]);
+}
+
+unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
+                            const char *routing, size_t routing_len)
+{
+    unsigned slot = 0;
+    int i, k;
+
+    if (p->off || (id_len == 0 && routing_len == 0))
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    for (k = 0; k < p->n; k++) {
+        const esbulk__index_t *e;
+        int32_t shard;
+
+        i = (p->last + k) % p->n;
+        e = p->e[i];
+        if (strcmp(e->name, index) != 0)
+            continue;
+        p->last = i;
+        if (e->alias_routing != NULL) {
+            size_t al = strlen(e->alias_routing);
+
+            if (routing_len > 0 && (routing_len != al || memcmp(routing, e->alias_routing, al)))
+                break; /* refused by the server anyway */
+            routing = e->alias_routing;
+            routing_len = al;
+        }
+        if (esbulk_layout_shard(&e->layout, id, id_len, routing, routing_len, &shard) !=
+            ESBULK_OK)
+            break;
+        slot = (unsigned)shard;
+        if (p->by_node && e->primary != NULL && e->primary[shard] >= 0)
+            slot = (unsigned)e->primary[shard];
+        break;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return slot;
+}

@@ -1,0 +1,40 @@
+/* Placement hints: in which docmem slot (docmem.h) a document's record and
+ * lines are put, decided on the adding thread from the index layouts that
+ * the I/O thread published last: the slot of the node (or shard) the
+ * document will most likely be sent to, so that each request's documents
+ * lie together in memory. A hint never decides where a document is sent:
+ * the engine core routes it again from its own view, and a missing or stale
+ * hint only costs locality.
+ *
+ * Thread-safe: one mutex, held for a lookup and one shard computation. */
+#ifndef ESBULK_PLACE_H
+#define ESBULK_PLACE_H
+
+#include "topology.h"
+
+/* Layouts kept: the indices used most lately. */
+#define ESBULK__PLACE_MAX 8
+
+typedef struct {
+    pthread_mutex_t lock;
+    esbulk__index_t *e[ESBULK__PLACE_MAX]; /* references, under lock */
+    int n;
+    int last;    /* the entry found last (documents come in runs) */
+    int by_node; /* the slot follows the primary's node (routing.level=node),
+                    else the shard */
+    int off;     /* routing.level=off: one destination, every slot 0 */
+} esbulk__place_t;
+
+void esbulk__place_init(esbulk__place_t *p, int off, int by_node);
+/* Releases the layouts. */
+void esbulk__place_destroy(esbulk__place_t *p);
+/* The layouts are now e[0..n) (references taken over; at most
+ * ESBULK__PLACE_MAX). */
+void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n);
+/* The slot for a document of index (NUL-terminated) with this id and
+ * routing: the primary's node number (or the shard) when the index's layout
+ * is known and the document has a key to route on, else 0. */
+unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
+                            const char *routing, size_t routing_len);
+
+#endif
