@@ -34,7 +34,8 @@ void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
     pthread_mutex_lock(&p->lock);
     nold = p->n;
     memcpy(old, p->e, sizeof(*old) * (size_t)nold);
-    memcpy(p->e, e, sizeof(*e) * (size_t)n);
+    if (n > 0)
+        memcpy(p->e, e, sizeof(*e) * (size_t)n);
     p->n = n;
     p->last = 0;
     pthread_mutex_unlock(&p->lock);
