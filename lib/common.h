@@ -29,6 +29,16 @@ void esbulk__wipe(void *p, size_t n);
 /* esbulk__wipe() of the string s up to its NUL (s may be NULL). */
 void esbulk__wipe_str(char *s);
 
+/* Asks for the cache line at p ahead of a walk that will read it (a hint:
+ * nothing where the compiler has no such builtin). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ESBULK__PREFETCH(p) __builtin_prefetch(p)
+#define ESBULK__PREFETCH_W(p) __builtin_prefetch(p, 1)
+#else
+#define ESBULK__PREFETCH(p) ((void)(p))
+#define ESBULK__PREFETCH_W(p) ((void)(p))
+#endif
+
 /* Monotonic clock in milliseconds. */
 int64_t esbulk__now_ms(void);
 

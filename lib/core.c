@@ -1183,6 +1183,8 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
             break;
         bytes += d->lines_len;
         s->docs[n] = esbulk__queue_pop(&dest->q);
+        if (dest->q.head != NULL)
+            ESBULK__PREFETCH_W(dest->q.head);
         d->attempts++;
         s->want_index |= !d->index_concrete;
         s->want_id |= d->id == NULL;
@@ -1311,6 +1313,9 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
     for (i = 0; i < s->ndocs; i++) {
         const esbulk__item_t *it = &resp->items[i];
         esbulk__doc_t *d = s->docs[i];
+
+        if (i + 8 < s->ndocs)
+            ESBULK__PREFETCH_W(s->docs[i + 8]);
 
         doc_take_item(d, it);
         if (it->klass == ESBULK__ITEM_OK) {

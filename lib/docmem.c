@@ -198,6 +198,9 @@ static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
     d = *list;
     *list = d->next;
     dm->nfree[from]--;
+    /* the slot's next record: its add comes soon, and writes all of it */
+    if (*list != NULL)
+        ESBULK__PREFETCH_W(*list);
     return d;
 }
 

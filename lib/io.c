@@ -162,6 +162,14 @@ static size_t on_read(char *out, size_t size, size_t nitems, void *userdata)
         const esbulk__doc_t *d = s->docs[x->rd_doc];
         size_t k = d->lines_len - x->rd_off;
 
+        /* a few documents ahead: the record, then (once it is in) its lines */
+        if (x->rd_off == 0) {
+            if (x->rd_doc + 8 < s->ndocs)
+                ESBULK__PREFETCH(s->docs[x->rd_doc + 8]);
+            if (x->rd_doc + 4 < s->ndocs)
+                ESBULK__PREFETCH(s->docs[x->rd_doc + 4]->lines);
+        }
+
         if (k > room)
             k = room;
         memcpy(out + n, d->lines + x->rd_off, k);
