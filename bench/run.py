@@ -96,8 +96,11 @@ the contender as a subprocess and take its wall time, CPU (ru_utime+ru_stime)
 and peak RSS (ru_maxrss) from os.wait4; snapshot again; refresh, _count (a
 contender that loses documents is reported as such; noid may also duplicate)
 and delete the index. docs/s uses the contender's own "seconds" (the timed
-part: libesbulk, the limit and os-go read the file into memory before the
-clock starts, os-py reads it as it goes, as loading scripts do). Untimed
+part: every contender has its documents in memory before the clock starts:
+libesbulk, the limit and the Go ones read the file, the Python ones also
+parse it into dicts, or keep the lines as bytes, for the modes that send
+bytes; until session 8 the Python ones read and parsed it as they went,
+inside the timed part). Untimed
 warm-up loads run first, 1M documents with ids and 1M without (not in
 --quick): the server's JIT needs them.
 
