@@ -326,36 +326,36 @@ START_TEST(test_slots_apart)
 }
 END_TEST
 
+/* Takes n documents for slot at once, then gives them all back. */
+static void take_and_free(esbulk__docmem_t *dm, unsigned slot, size_t n)
+{
+    static esbulk__doc_t *docs[6000];
+    size_t i;
+
+    ck_assert_uint_le(n, sizeof(docs) / sizeof(docs[0]));
+    for (i = 0; i < n; i++)
+        docs[i] = take_filled_in(dm, slot, 100, 50, (unsigned)i);
+    for (i = 0; i < n; i++)
+        esbulk__doc_free(docs[i]);
+}
+
 /* A slot takes another slot's free records only when that one holds many
  * more than it uses (a destination that went away), so records stay
  * bounded: below that a slot makes slabs of its own. */
 START_TEST(test_slots_take_from_idle)
 {
     esbulk__docmem_t *dm = esbulk__docmem_new();
-    static esbulk__doc_t *docs[6000];
-    size_t i, before;
+    size_t before;
 
-    for (i = 0; i < 1000; i++)
-        docs[i] = take_filled_in(dm, 0, 100, 50, (unsigned)i);
-    for (i = 0; i < 1000; i++)
-        esbulk__doc_free(docs[i]);
+    take_and_free(dm, 0, 1000);
     before = esbulk__docmem_records(dm);
-    for (i = 0; i < 500; i++)
-        docs[i] = take_filled_in(dm, 1, 100, 50, (unsigned)i);
+    take_and_free(dm, 1, 500);
     ck_assert_uint_gt(esbulk__docmem_records(dm), before); /* slabs of its own */
-    for (i = 0; i < 500; i++)
-        esbulk__doc_free(docs[i]);
-    for (i = 0; i < 6000; i++)
-        docs[i] = take_filled_in(dm, 2, 100, 50, (unsigned)i);
-    for (i = 0; i < 6000; i++)
-        esbulk__doc_free(docs[i]);
+    take_and_free(dm, 2, 6000);
     /* slot 2 now holds 6000 idle records: slot 3 takes from them */
     before = esbulk__docmem_records(dm);
-    for (i = 0; i < 1500; i++)
-        docs[i] = take_filled_in(dm, 3, 100, 50, (unsigned)i);
+    take_and_free(dm, 3, 1500);
     ck_assert_uint_eq(esbulk__docmem_records(dm), before);
-    for (i = 0; i < 1500; i++)
-        esbulk__doc_free(docs[i]);
     esbulk__docmem_destroy(dm);
 }
 END_TEST
