@@ -6,6 +6,7 @@
 #include "map.h"
 #include "response.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ typedef struct core_target_s {
     char *name;
     int present;        /* in the current cluster view (or a seed) */
     int inflight;
+    int inflight_unrouted; /* of which from unrouted destinations */
     int64_t down_until; /* > now: treated as down */
     uint64_t requests, errors;
     int32_t lat[LAT_RING];
@@ -43,6 +45,7 @@ typedef struct core_dest_s {
     int cap_ok;         /* full-size successes since; 16 double the cap again */
     int64_t oldest_ms, used_ms;
     int active;         /* in core->active: it holds documents */
+    int unrouted;       /* documents the client could not route: see dest_target */
     struct core_dest_s *prev, *next;   /* core->dests: all */
     struct core_dest_s *aprev, *anext; /* core->active */
 } dest_t;
@@ -74,6 +77,7 @@ struct esbulk__core_s {
     esbulk__map_t dest_map;   /* key -> dest_t */
     dest_t *dests;            /* all, most recently made first */
     dest_t *active;           /* those holding documents (walked every round) */
+    size_t active_routed;     /* of which not unrouted ones */
     size_t ndests;
     uint64_t dest_epoch;      /* bumped whenever a destination is freed */
     esbulk__map_t ix_map;     /* name -> ix_t */
@@ -218,9 +222,12 @@ static void sync_targets(esbulk__core_t *c)
     targets_prune(c);
 }
 
-static int target_usable(const esbulk__core_t *c, const target_t *t, int64_t now)
+/* ulimit: at most this many of its requests may be unrouted ones (see
+ * dest_target). */
+static int target_usable(const esbulk__core_t *c, const target_t *t, int64_t now, int ulimit)
 {
-    return t->present && t->down_until <= now && t->inflight < c->cf.max_inflight;
+    return t->present && t->down_until <= now && t->inflight < c->cf.max_inflight &&
+           t->inflight_unrouted < ulimit;
 }
 
 static target_t *target_by_node(esbulk__core_t *c, const char *node_id)
@@ -236,33 +243,34 @@ static target_t *target_by_node(esbulk__core_t *c, const char *node_id)
 /* Any usable target, in turn. Discovered nodes are preferred over seeds
  * when the cluster view has them; a target that is down is used only when
  * every one is down (the request then tests whether it is back). */
-static target_t *target_any(esbulk__core_t *c, int64_t now)
+static target_t *target_any(esbulk__core_t *c, int64_t now, int ulimit)
 {
     target_t *t, *pick = NULL;
     unsigned n = 0, k;
     int want_nodes = c->cluster != NULL && !c->cluster->seeds_only;
 
     for (t = c->targets; t != NULL; t = t->next)
-        if (target_usable(c, t, now) && (!want_nodes || t->node_id != NULL))
+        if (target_usable(c, t, now, ulimit) && (!want_nodes || t->node_id != NULL))
             n++;
     if (n == 0 && want_nodes) {
         want_nodes = 0;
         for (t = c->targets; t != NULL; t = t->next)
-            if (target_usable(c, t, now))
+            if (target_usable(c, t, now, ulimit))
                 n++;
     }
     if (n == 0) {
         /* every one is down: try the one down longest (its documents back
          * off between attempts, so this does not spin) */
         for (t = c->targets; t != NULL; t = t->next)
-            if (t->present && t->inflight < c->cf.max_inflight &&
+            if (t->present && t->inflight < c->cf.max_inflight && t->inflight_unrouted < ulimit &&
                 (pick == NULL || t->down_until < pick->down_until))
                 pick = t;
         return pick;
     }
     k = c->rr++ % n;
     for (t = c->targets; t != NULL; t = t->next)
-        if (target_usable(c, t, now) && (!want_nodes || t->node_id != NULL) && k-- == 0)
+        if (target_usable(c, t, now, ulimit) && (!want_nodes || t->node_id != NULL) &&
+            k-- == 0)
             return t;
     return NULL;
 }
@@ -356,6 +364,7 @@ static void dest_activate(esbulk__core_t *c, dest_t *d)
     if (d->active)
         return;
     d->active = 1;
+    c->active_routed += !d->unrouted;
     d->aprev = NULL;
     d->anext = c->active;
     if (c->active)
@@ -368,6 +377,7 @@ static void dest_deactivate(esbulk__core_t *c, dest_t *d)
     if (!d->active)
         return;
     d->active = 0;
+    c->active_routed -= !d->unrouted;
     if (d->aprev) d->aprev->anext = d->anext; else c->active = d->anext;
     if (d->anext) d->anext->aprev = d->aprev;
     d->aprev = d->anext = NULL;
@@ -406,6 +416,17 @@ static dest_t *dest_get(esbulk__core_t *c, const char *key, dest_kind_t kind,
     c->dests = d;
     c->ndests++;
     return d;
+}
+
+/* A destination for documents the client could not route (not routing.level
+ * off's, whose documents are all alike). */
+static void dest_mark_unrouted(esbulk__core_t *c, dest_t *d)
+{
+    if (d->unrouted)
+        return;
+    if (d->active)
+        c->active_routed--;
+    d->unrouted = 1;
 }
 
 static void dest_free(esbulk__core_t *c, dest_t *d)
@@ -561,11 +582,15 @@ unrouted:
          * for it (see dest_blocked) */
         if (ix->udest == NULL) {
             snprintf(key, sizeof(key), "u:%s", ix->name);
-            ix->udest = dest_get(c, key, DEST_ANY, NULL, ix, -1, now);
+            if ((ix->udest = dest_get(c, key, DEST_ANY, NULL, ix, -1, now)) != NULL)
+                dest_mark_unrouted(c, ix->udest);
         }
         return ix->udest;
     }
-    return dest_get(c, "unrouted", DEST_ANY, NULL, NULL, -1, now);
+    dest = dest_get(c, "unrouted", DEST_ANY, NULL, NULL, -1, now);
+    if (dest != NULL)
+        dest_mark_unrouted(c, dest);
+    return dest;
 }
 
 static void route_push_since(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t since,
@@ -596,11 +621,18 @@ static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t
     route_push_since(c, doc, front, now, now);
 }
 
-/* The target a destination's next request goes to, NULL if none is free. */
+/* The target a destination's next request goes to, NULL if none is free.
+ * Unrouted requests may hold all but one of a node's request slots while
+ * routed documents are waiting: an unrouted request is often the one that
+ * creates an index, which can take the server a second or more, and a node
+ * whose every slot waits on that holds up the indices that exist. */
 static target_t *dest_target(esbulk__core_t *c, dest_t *dest, int64_t now)
 {
     target_t *t = NULL;
+    int ulimit = INT_MAX;
 
+    if (dest->unrouted && c->active_routed > 0 && c->cf.max_inflight > 1)
+        ulimit = c->cf.max_inflight - 1;
     if (dest->kind == DEST_NODE) {
         t = target_by_node(c, dest->node_id);
     } else if (dest->kind == DEST_SHARD) {
@@ -611,11 +643,11 @@ static target_t *dest_target(esbulk__core_t *c, dest_t *dest, int64_t now)
             !e->cluster->seeds_only)
             t = target_by_node(c, e->cluster->nodes[e->primary[dest->shard]].id);
     }
-    if (t != NULL && target_usable(c, t, now))
+    if (t != NULL && target_usable(c, t, now, ulimit))
         return t;
     if (t != NULL && t->present && t->down_until <= now)
         return NULL; /* its node is busy: wait for it rather than add a hop */
-    return target_any(c, now);
+    return target_any(c, now, ulimit);
 }
 
 static int dest_blocked(const esbulk__core_t *c, const dest_t *dest)
@@ -1197,6 +1229,7 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
     s->dest = dest;
     s->start_ms = now;
     target->inflight++;
+    target->inflight_unrouted += dest->unrouted;
     target->requests++;
     dest->inflight++;
     dest->used_ms = now;
@@ -1234,6 +1267,7 @@ static void send_unlink(esbulk__core_t *c, esbulk__send_t *s)
     if (s->next) s->next->prev = s->prev;
     c->ninflight--;
     s->target->inflight--;
+    s->target->inflight_unrouted -= s->dest->unrouted;
     s->dest->inflight--;
 }
 

@@ -1094,6 +1094,75 @@ START_TEST(test_seeds_only_and_unknown_index)
 }
 END_TEST
 
+/* Answer every index read asked for: "logs" exists, any other does not. */
+static void answer_fetches(int64_t now)
+{
+    const int32_t prim[3] = {0, 1, 2};
+    const char *f;
+
+    while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
+        esbulk__core_index_fetched(fx.core, f,
+                                   strcmp(f, "logs") == 0
+                                       ? index_new(f, ESBULK__IDX_OK, 3, prim, fx.cluster)
+                                       : index_new(f, ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
+                                   ESBULK_OK, NULL, now);
+}
+
+/* Unrouted requests (often the ones that create an index, which can take
+ * the server seconds) take all but one of a node's request slots while
+ * routed documents wait, and all of them when none does. */
+START_TEST(test_unrouted_leaves_a_slot)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *u1, *u2, *r;
+    int64_t t0 = 1000;
+
+    fx_open_cluster(&cf, 1, t0); /* one target: the seed, 2 slots */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "a", 2, 0), t0);
+    answer_fetches(t0);
+    u1 = must_send(1, t0);
+    ck_assert_int_eq(num(u1->docs[0]), 2);
+    ck_assert_int_eq(u1->docs[0]->unrouted, 1);
+
+    /* another unrouted document, then a routed one: the unrouted one is
+     * due first, but the last slot is kept for the routed one */
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "b", 3, 0), t0 + 10);
+    add(1, NULL, t0 + 500);
+    answer_fetches(t0 + 500);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 0, t0 + 1010));
+    r = must_send(0, t0 + 1500);
+    ck_assert_uint_eq(r->ndocs, 1);
+    ck_assert_int_eq(num(r->docs[0]), 1);
+    ck_assert_int_eq(r->docs[0]->unrouted, 0);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, t0 + 1500)); /* full */
+    answer_items(u1, NULL, t0 + 1600);
+    u2 = must_send(0, t0 + 1600); /* a free slot: one unrouted may go */
+    ck_assert_int_eq(num(u2->docs[0]), 3);
+    answer_items(u2, NULL, t0 + 1700);
+    answer_items(r, NULL, t0 + 1700);
+
+    /* nothing routed waits: unrouted requests may take every slot */
+    esbulk__core_next_deadline(fx.core, t0 + 1800);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "c", 4, 0), t0 + 1800);
+    answer_fetches(t0 + 1800);
+    u1 = must_send(1, t0 + 1800);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "d", 5, 0), t0 + 1800);
+    answer_fetches(t0 + 1800);
+    u2 = must_send(1, t0 + 1800);
+    ck_assert_int_eq(num(u1->docs[0]), 4);
+    ck_assert_int_eq(num(u2->docs[0]), 5);
+    answer_items(u1, NULL, t0 + 1900);
+    answer_items(u2, NULL, t0 + 1900);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(4, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(5, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    answer_fetches(t0 + 1900);
+    fx_close();
+}
+END_TEST
+
 /* What the answer says of each document: the index only when the server's
  * differs from the one added (an alias), the result as one of the usual
  * static strings or a copy, the server's id only for a document without
@@ -1324,6 +1393,7 @@ int main(void)
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_idle_state_freed);
     tcase_add_test(tc, test_seeds_only_and_unknown_index);
+    tcase_add_test(tc, test_unrouted_leaves_a_slot);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
