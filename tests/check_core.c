@@ -311,6 +311,20 @@ static void add(long n, const char *id, int64_t now)
     esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", id, n, 0), now);
 }
 
+/* Answer every index read asked for: "logs" exists, any other does not. */
+static void answer_fetches(int64_t now)
+{
+    const int32_t prim[3] = {0, 1, 2};
+    const char *f;
+
+    while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
+        esbulk__core_index_fetched(fx.core, f,
+                                   strcmp(f, "logs") == 0
+                                       ? index_new(f, ESBULK__IDX_OK, 3, prim, fx.cluster)
+                                       : index_new(f, ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
+                                   ESBULK_OK, NULL, now);
+}
+
 /* ------------------------------------------------------------------------- */
 
 /* A document that waited for its index's layout keeps its place in
@@ -1069,20 +1083,13 @@ END_TEST
 START_TEST(test_seeds_only_and_unknown_index)
 {
     esbulk__core_conf_t cf = base_conf();
-    const int32_t prim[3] = {0, 1, 2};
     esbulk__send_t *s;
     int64_t now = 1000;
-    const char *f;
 
     fx_open_cluster(&cf, 1, now);
     add(1, NULL, now);
     esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "z", 2, 0), now);
-    while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
-        esbulk__core_index_fetched(fx.core, f,
-                                   strcmp(f, "logs") == 0
-                                       ? index_new(f, ESBULK__IDX_OK, 3, prim, fx.cluster)
-                                       : index_new(f, ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
-                                   ESBULK_OK, NULL, now);
+    answer_fetches(now);
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
         ck_assert_str_eq(s->url, "http://seed:9200");
         answer_items(s, NULL, now);
@@ -1093,20 +1100,6 @@ START_TEST(test_seeds_only_and_unknown_index)
     fx_close();
 }
 END_TEST
-
-/* Answer every index read asked for: "logs" exists, any other does not. */
-static void answer_fetches(int64_t now)
-{
-    const int32_t prim[3] = {0, 1, 2};
-    const char *f;
-
-    while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
-        esbulk__core_index_fetched(fx.core, f,
-                                   strcmp(f, "logs") == 0
-                                       ? index_new(f, ESBULK__IDX_OK, 3, prim, fx.cluster)
-                                       : index_new(f, ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
-                                   ESBULK_OK, NULL, now);
-}
 
 /* Unrouted requests (often the ones that create an index, which can take
  * the server seconds) take all but one of a node's request slots while
