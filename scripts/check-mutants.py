@@ -53,6 +53,14 @@ MUTANTS = [
         if (s->ndocs >= 1) {
             deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, resp.error_type,""",
      "HTTP 413 fails the whole batch instead of splitting it"),
+    ("unrouted-takes-every-slot", "lib/core.c",
+     """    if (dest->unrouted && c->active_routed > 0 && c->cf.max_inflight > 1)""",
+     """    if (0)""",
+     "unrouted requests (index creation) may hold every request slot of a node"),
+    ("unrouted-always-limited", "lib/core.c",
+     """    if (dest->unrouted && c->active_routed > 0 && c->cf.max_inflight > 1)""",
+     """    if (dest->unrouted && c->cf.max_inflight > 1)""",
+     "unrouted requests keep a slot free even when nothing routed waits"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",
