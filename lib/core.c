@@ -28,7 +28,10 @@ typedef struct core_target_s {
     struct core_target_s *next;
 } target_t;
 
-typedef enum { DEST_NODE, DEST_SHARD, DEST_ANY } dest_kind_t;
+/* DEST_ANY: routing.level=off's documents, all alike; DEST_UNROUTED: those
+ * the client could not route (an index not read or not existing yet): see
+ * dest_target. Both go to any node. */
+typedef enum { DEST_NODE, DEST_SHARD, DEST_ANY, DEST_UNROUTED } dest_kind_t;
 
 typedef struct core_ix_s ix_t;
 
@@ -45,7 +48,6 @@ typedef struct core_dest_s {
     int cap_ok;         /* full-size successes since; 16 double the cap again */
     int64_t oldest_ms, used_ms;
     int active;         /* in core->active: it holds documents */
-    int unrouted;       /* documents the client could not route: see dest_target */
     struct core_dest_s *prev, *next;   /* core->dests: all */
     struct core_dest_s *aprev, *anext; /* core->active */
 } dest_t;
@@ -364,7 +366,7 @@ static void dest_activate(esbulk__core_t *c, dest_t *d)
     if (d->active)
         return;
     d->active = 1;
-    c->active_routed += !d->unrouted;
+    c->active_routed += d->kind != DEST_UNROUTED;
     d->aprev = NULL;
     d->anext = c->active;
     if (c->active)
@@ -377,7 +379,7 @@ static void dest_deactivate(esbulk__core_t *c, dest_t *d)
     if (!d->active)
         return;
     d->active = 0;
-    c->active_routed -= !d->unrouted;
+    c->active_routed -= d->kind != DEST_UNROUTED;
     if (d->aprev) d->aprev->anext = d->anext; else c->active = d->anext;
     if (d->anext) d->anext->aprev = d->aprev;
     d->aprev = d->anext = NULL;
@@ -416,17 +418,6 @@ static dest_t *dest_get(esbulk__core_t *c, const char *key, dest_kind_t kind,
     c->dests = d;
     c->ndests++;
     return d;
-}
-
-/* A destination for documents the client could not route (not routing.level
- * off's, whose documents are all alike). */
-static void dest_mark_unrouted(esbulk__core_t *c, dest_t *d)
-{
-    if (d->unrouted)
-        return;
-    if (d->active)
-        c->active_routed--;
-    d->unrouted = 1;
 }
 
 static void dest_free(esbulk__core_t *c, dest_t *d)
@@ -582,15 +573,11 @@ unrouted:
          * for it (see dest_blocked) */
         if (ix->udest == NULL) {
             snprintf(key, sizeof(key), "u:%s", ix->name);
-            if ((ix->udest = dest_get(c, key, DEST_ANY, NULL, ix, -1, now)) != NULL)
-                dest_mark_unrouted(c, ix->udest);
+            ix->udest = dest_get(c, key, DEST_UNROUTED, NULL, ix, -1, now);
         }
         return ix->udest;
     }
-    dest = dest_get(c, "unrouted", DEST_ANY, NULL, NULL, -1, now);
-    if (dest != NULL)
-        dest_mark_unrouted(c, dest);
-    return dest;
+    return dest_get(c, "unrouted", DEST_UNROUTED, NULL, NULL, -1, now);
 }
 
 static void route_push_since(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t since,
@@ -631,7 +618,7 @@ static target_t *dest_target(esbulk__core_t *c, dest_t *dest, int64_t now)
     target_t *t = NULL;
     int ulimit = INT_MAX;
 
-    if (dest->unrouted && c->active_routed > 0 && c->cf.max_inflight > 1)
+    if (dest->kind == DEST_UNROUTED && c->active_routed > 0 && c->cf.max_inflight > 1)
         ulimit = c->cf.max_inflight - 1;
     if (dest->kind == DEST_NODE) {
         t = target_by_node(c, dest->node_id);
@@ -1229,7 +1216,7 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
     s->dest = dest;
     s->start_ms = now;
     target->inflight++;
-    target->inflight_unrouted += dest->unrouted;
+    target->inflight_unrouted += dest->kind == DEST_UNROUTED;
     target->requests++;
     dest->inflight++;
     dest->used_ms = now;
@@ -1267,7 +1254,7 @@ static void send_unlink(esbulk__core_t *c, esbulk__send_t *s)
     if (s->next) s->next->prev = s->prev;
     c->ninflight--;
     s->target->inflight--;
-    s->target->inflight_unrouted -= s->dest->unrouted;
+    s->target->inflight_unrouted -= s->dest->kind == DEST_UNROUTED;
     s->dest->inflight--;
 }
 
