@@ -1416,7 +1416,7 @@ def config_doc(a):
             "quick": a.quick, "cpus": os.cpu_count(), "host": platform.node(),
             "python": platform.python_version(), "builddir": a.builddir,
             "cluster": a.cluster, "seed_url": SEED_URL,
-            "heap": a.heap if a.cluster == "own" else "512m (test cluster)",
+            "heap": a.heap if a.cluster == "own" else "1g (test cluster)",
             "refresh_interval": a.refresh_interval or "server default (1s)",
             "cluster_at_start": getattr(a, "cluster_state", None)}
 

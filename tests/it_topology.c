@@ -261,6 +261,9 @@ static void fresh_index(const char *name, int shards)
              "\"mappings\":{\"properties\":{\"n\":{\"type\":\"long\"}}}}",
              shards);
     must_ok("PUT", path, body);
+    /* every shard started before the part starts: a cluster that cannot
+     * start one fails here, with the cluster's reason, not as a slow load */
+    wait_green();
 }
 
 /* An index template: pattern -> 1 shard, 0 replicas (creation is cheap). */
