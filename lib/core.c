@@ -1387,7 +1387,7 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
                 const esbulk__doc_t *d = s->docs[i];
 
                 c->want[i].index = d->index;
-                c->want[i].index_len = strlen(d->index);
+                c->want[i].index_len = d->index_len;
                 c->want[i].id = d->id;
                 c->want[i].id_len = d->id_len;
             }

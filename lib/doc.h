@@ -16,6 +16,7 @@ struct esbulk_result_s {
     esbulk__doc_t *live_prev, *live_next; /* every unserved document, in add order */
     uint64_t seq;                   /* add order */
     esbulk_op_t op;
+    uint32_t index_len;             /* strlen(index) */
     char *index;                    /* as added */
     char *id;                       /* as added or generated; NULL: server assigns */
     size_t id_len;

@@ -87,6 +87,17 @@ int64_t esbulk__now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t esbulk__now_ms_coarse(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+#endif
+    return esbulk__now_ms();
+}
+
 void esbulk__thread_name(const char *name)
 {
 #ifdef HAVE_PTHREAD_SETNAME_NP

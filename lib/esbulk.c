@@ -362,9 +362,11 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
      * escape, in one pass each */
     plain = esbulk__plain_ascii(index, index_len) && esbulk__plain_ascii(id, id_len) &&
             esbulk__plain_ascii(routing, routing_len);
-    if (index_len == 0 || (!plain && !esbulk__utf8_valid(index, index_len))) {
-        esbulk__errstr(errstr, errstr_size, "index name is empty or not valid UTF-8");
-        return index_len == 0 ? ESBULK_ERR_INVALID_ARG : ESBULK_ERR_INVALID_UTF8;
+    if (index_len == 0 || (uint64_t)index_len > UINT32_MAX ||
+        (!plain && !esbulk__utf8_valid(index, index_len))) {
+        esbulk__errstr(errstr, errstr_size, "index name is empty, too long or not valid UTF-8");
+        return index_len == 0 || (uint64_t)index_len > UINT32_MAX ? ESBULK_ERR_INVALID_ARG
+                                                                  : ESBULK_ERR_INVALID_UTF8;
     }
     if (!plain && (!esbulk__utf8_valid(id, id_len) || memchr(id ? id : "", 0, id_len) != NULL)) {
         esbulk__errstr(errstr, errstr_size, "_id is not valid UTF-8 (or holds a NUL byte)");
@@ -481,6 +483,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     d->conditional = esbulk__docopts_conditional(opts);
     d->opaque = opaque;
     d->seq_no = d->primary_term = d->version = -1;
+    d->index_len = (uint32_t)index_len;
     d->id_len = id_len;
     d->routing_len = routing_len;
     /* index, id and routing in the record when they fit */
@@ -537,7 +540,7 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
     struct timespec until;
     int wake;
     size_t i;
-    int64_t now_ms = esbulk__now_ms();
+    int64_t now_ms = esbulk__now_ms_coarse();
 
     *done = 0;
     pthread_mutex_lock(&eb->lock);

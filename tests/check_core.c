@@ -97,6 +97,7 @@ static esbulk__doc_t *doc_new(esbulk_op_t op, const char *index, const char *id,
 
     d->op = op;
     d->index = memcpy(p, index, il);
+    d->index_len = (uint32_t)il;
     if (id != NULL) {
         d->id = memcpy(p + il + 1, id, dl);
         d->id_len = dl;
@@ -639,6 +640,7 @@ static esbulk__doc_t *doc_in_block(esbulk__docmem_t *dm, const char *id, long n)
     d->lines_len = d->body_bytes = len;
     d->op = ESBULK_OP_INDEX;
     d->index = strcpy(d->strs, "logs");
+    d->index_len = 4;
     d->id = strcpy(d->strs + 5, id);
     d->id_len = strlen(id);
     d->opaque = (void *)n;
