@@ -197,7 +197,6 @@ static esbulk_err_t append_with_copies(pipe_t *p, int b, const docs_t *d, size_t
     if (doc == NULL)
         goto out;
     doc->index = memcpy((char *)(doc + 1), INDEX, index_len);
-    doc->index_len = (uint32_t)index_len;
     doc->id = memcpy((char *)(doc + 1) + index_len + 1, d->ids[i].p, id_len);
     err = esbulk__buf_reserve(&lines, 48 + index_len + id_len + d->bodies[i].len + 1);
     if (err == ESBULK_OK)
