@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -24,10 +25,52 @@
 /* ------------------------------------------------------------------------- */
 /* The data file */
 
+/* Reads the whole file: mapped when it can be (no copy; the pages are read
+ * in at once), else read into memory. */
+static int data_read(int fd, const char *path, bench_data_t *d, char *errstr, size_t errstr_size)
+{
+    size_t got = 0;
+
+    if (d->size == 0)
+        return 0;
+    d->data = mmap(NULL, d->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (d->data != MAP_FAILED) {
+        d->mapped = 1;
+        return 0;
+    }
+    d->data = malloc(d->size);
+    if (d->data == NULL) {
+        snprintf(errstr, errstr_size, "%s: out of memory for %zu bytes", path, d->size);
+        return -1;
+    }
+    while (got < d->size) {
+        ssize_t r = read(fd, d->data + got, d->size - got);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            snprintf(errstr, errstr_size, "%s: %s", path, r < 0 ? strerror(errno)
+                                                                : "file shrank while read");
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* The next line end at or after p, or end. */
+static const char *line_end(const char *p, const char *end)
+{
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+    return nl != NULL ? nl : end;
+}
+
 int bench_data_load(const char *path, bench_data_t *d, char *errstr, size_t errstr_size)
 {
     struct stat st;
-    size_t got = 0, n = 0, i, start;
+    const char *p, *end;
+    size_t n = 0;
     int fd;
 
     memset(d, 0, sizeof(*d));
@@ -45,51 +88,37 @@ int bench_data_load(const char *path, bench_data_t *d, char *errstr, size_t errs
         goto fail;
     }
     d->size = (size_t)st.st_size;
-    d->data = malloc(d->size + 1);
-    if (d->data == NULL) {
-        snprintf(errstr, errstr_size, "%s: out of memory for %zu bytes", path, d->size);
+    if (data_read(fd, path, d, errstr, errstr_size) != 0)
         goto fail;
-    }
-    while (got < d->size) {
-        ssize_t r = read(fd, d->data + got, d->size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            snprintf(errstr, errstr_size, "%s: %s", path, r < 0 ? strerror(errno)
-                                                                : "file shrank while read");
-            goto fail;
-        }
-        got += (size_t)r;
-    }
     close(fd);
     fd = -1;
-    d->data[d->size] = '\n';
-    for (i = 0; i <= d->size; i++)
-        n += d->data[i] == '\n';
+    /* memchr, not a loop over every byte: that loop cost ~0.4 s of CPU per
+     * million documents, and the copy of read() ~0.2 s, counted in the
+     * client CPU of every C contender */
+    end = d->data + d->size;
+    for (p = d->data; p < end; p = line_end(p, end) + 1)
+        n++;
     d->lines = malloc(sizeof(*d->lines) * (n ? n : 1));
     if (d->lines == NULL) {
         snprintf(errstr, errstr_size, "%s: out of memory for %zu lines", path, n);
         goto fail;
     }
-    for (start = i = 0; i <= d->size; i++) {
-        const char *p = d->data + start;
-        size_t len;
+    for (p = d->data; p < end;) {
+        const char *nl = line_end(p, end);
+        size_t len = (size_t)(nl - p);
 
-        if (d->data[i] != '\n')
-            continue;
-        len = i - start;
-        start = i + 1;
         if (len > 0 && p[len - 1] == '\r')
             len--;
         while (len > 0 && (*p == ' ' || *p == '\t')) {
             p++;
             len--;
         }
-        if (len == 0)
-            continue;
-        d->lines[d->n].p = p;
-        d->lines[d->n].len = len;
-        d->n++;
+        if (len > 0) {
+            d->lines[d->n].p = p;
+            d->lines[d->n].len = len;
+            d->n++;
+        }
+        p = nl + 1;
     }
     return 0;
 fail:
@@ -101,7 +130,10 @@ fail:
 
 void bench_data_free(bench_data_t *d)
 {
-    free(d->data);
+    if (d->mapped)
+        munmap(d->data, d->size);
+    else
+        free(d->data);
     free(d->lines);
     memset(d, 0, sizeof(*d));
 }

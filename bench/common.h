@@ -22,12 +22,13 @@ typedef struct {
 typedef struct {
     char *data;
     size_t size;
+    int mapped; /* data is the file mapped (munmap), else malloc'd */
     bench_line_t *lines;
     size_t n;
 } bench_data_t;
 
-/* Reads path into d (the whole file, then an index of its lines; CR before
- * LF and blank lines are dropped). 0 on success, -1 with a message. */
+/* Reads path into d (the whole file, mapped or read, then an index of its
+ * lines; CR before LF and blank lines are dropped). 0 on success, -1 with a message. */
 int bench_data_load(const char *path, bench_data_t *d, char *errstr, size_t errstr_size);
 void bench_data_free(bench_data_t *d);
 
