@@ -967,6 +967,10 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
     dec = esbulk__retry_decide(doc->attempts, c->cf.retry_max, now, doc->deadline_ms,
                                c->cf.backoff_ms, c->cf.backoff_max_ms, rnd32(c), &at);
     if (dec == ESBULK__RETRY_NOW) {
+        /* the attempt's error, for the outcome should no later attempt
+         * answer (closed or expired while waiting: deliver_unsent) */
+        esbulk__doc_set_outcome(doc, doc->outcome, err, doc->status, type,
+                                reason ? reason : "failed");
         /* its lines leave the shared block: a retry may wait long */
         esbulk__doc_own_lines(doc);
         doc->retry_at_ms = at;
@@ -1040,12 +1044,32 @@ static void retries_due(esbulk__core_t *c, int64_t now)
     }
 }
 
+/* The outcome of a document that no request answered last: what, and the
+ * error of its last attempt when it had one (kept by retry_or_give_up). */
+static void deliver_unsent(esbulk__core_t *c, esbulk__doc_t *d, esbulk_err_t err,
+                           const char *what)
+{
+    char why[1024], type[128];
+    const char *t = NULL;
+
+    if (d->r_error_reason != NULL) {
+        snprintf(why, sizeof(why), "%s; its last attempt: %s", what, d->r_error_reason);
+        what = why;
+    }
+    if (d->r_error_type != NULL) {
+        /* copied: deliver frees d's own */
+        snprintf(type, sizeof(type), "%s", d->r_error_type);
+        t = type;
+    }
+    deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED, err, d->status,
+            t, what);
+}
+
 static void expire_one(esbulk__core_t *c, esbulk__doc_t *d)
 {
     c->counts.expired++;
-    deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
-            ESBULK_ERR_DELIVERY_TIMEOUT, d->status, NULL,
-            "not delivered within delivery.timeout.ms (no node accepted it in time)");
+    deliver_unsent(c, d, ESBULK_ERR_DELIVERY_TIMEOUT,
+                   "not delivered within delivery.timeout.ms (no node accepted it in time)");
 }
 
 /* A queue in add order (retries, older, go first) has rising deadlines:
@@ -1498,8 +1522,7 @@ static void fail_queue(esbulk__core_t *c, esbulk__queue_t *q)
     esbulk__doc_t *d;
 
     while ((d = esbulk__queue_pop(q)) != NULL)
-        deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
-                ESBULK_ERR_CLOSED, d->status, NULL, "not delivered: closed");
+        deliver_unsent(c, d, ESBULK_ERR_CLOSED, "not delivered: closed");
 }
 
 void esbulk__core_abort(esbulk__core_t *c)

@@ -61,6 +61,17 @@ MUTANTS = [
      """    if (dest->kind == DEST_UNROUTED && c->active_routed > 0 && c->cf.max_inflight > 1)""",
      """    if (dest->kind == DEST_UNROUTED && c->cf.max_inflight > 1)""",
      "unrouted requests keep a slot free even when nothing routed waits"),
+    ("retry-forgets-last-error", "lib/core.c",
+     """        esbulk__doc_set_outcome(doc, doc->outcome, err, doc->status, type,
+                                reason ? reason : "failed");""",
+     """        (void)0;""",
+     "a document closed or expired while waiting for its retry is not told why its attempt failed"),
+    ("unsent-drops-error-type", "lib/core.c",
+     """        snprintf(type, sizeof(type), "%s", d->r_error_type);
+        t = type;""",
+     """        snprintf(type, sizeof(type), "%s", d->r_error_type);
+        t = NULL;""",
+     "the last attempt's error type is dropped from an unsent document's outcome"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

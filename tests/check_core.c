@@ -990,6 +990,66 @@ START_TEST(test_close_with_documents_in_flight)
 }
 END_TEST
 
+/* A document that waits for a retry when the handle closes, or whose retry
+ * waits in its queue past its deadline, is told why its last attempt
+ * failed, not only that it was closed or timed out. */
+START_TEST(test_unsent_outcome_names_last_attempt)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s, *busy;
+    esbulk__doc_t *d;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.max_inflight = 1;
+    cf.retry_max = 100;
+    fx_open(&cf);
+    /* closed while waiting for its retry */
+    add(1, NULL, now);
+    s = must_send(1, now);
+    answer_kind(s, ESBULK__ANS_NOT_SENT, now + 1);
+    ck_assert_uint_eq(esbulk__core_held(fx.core), 1);
+    esbulk__core_abort(fx.core);
+    d = outcome_of(1);
+    ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
+    ck_assert_int_eq(d->err, ESBULK_ERR_CLOSED);
+    ck_assert_ptr_nonnull(d->r_error_reason);
+    ck_assert_msg(strstr(d->r_error_reason, "not delivered: closed; its last attempt: ") ==
+                      d->r_error_reason && strstr(d->r_error_reason, "canned transport failure"),
+                  "reason: %s", d->r_error_reason);
+    esbulk__doc_free(d);
+    fx_close();
+
+    /* expired in its queue after a 503, behind a busy target */
+    fx_open(&cf);
+    now = 1000;
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, now + 3000), now);
+    s = must_send(1, now);
+    answer_http(s, 503, "{\"error\":{\"type\":\"unavailable_shards_exception\","
+                        "\"reason\":\"primary shard is not active\"},\"status\":503}", now + 1);
+    add(2, NULL, now + 2);
+    busy = must_send(1, now + 2);
+    ck_assert_int_eq(num(busy->docs[0]), 2);
+    for (now += 3; esbulk__core_held(fx.core) > 1; now += 50) {
+        esbulk__core_tick(fx.core, now);
+        ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+        ck_assert_int_le(now, 1000 + 3100);
+    }
+    d = outcome_of(1);
+    ck_assert_int_eq(d->err, ESBULK_ERR_DELIVERY_TIMEOUT);
+    ck_assert_int_eq(d->status, 0);
+    ck_assert_ptr_nonnull(d->r_error_reason);
+    ck_assert_msg(strstr(d->r_error_reason, "its last attempt: ") &&
+                      strstr(d->r_error_reason, "primary shard is not active"),
+                  "reason: %s", d->r_error_reason);
+    ck_assert_str_eq(d->r_error_type ? d->r_error_type : "", "unavailable_shards_exception");
+    esbulk__doc_free(d);
+    answer_items(busy, NULL, now);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 /* Refusals: a whole-request 4xx fails every document with its error; a
  * certificate that does not verify is not retried; a truncated 2xx is
  * ambiguous and retried; a mapping error fails its item alone. */
@@ -1385,6 +1445,7 @@ int main(void)
     tcase_add_test(tc, test_per_id_waits_and_unrouted_first);
     tcase_add_test(tc, test_node_death_reroutes);
     tcase_add_test(tc, test_close_with_documents_in_flight);
+    tcase_add_test(tc, test_unsent_outcome_names_last_attempt);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_idle_state_freed);
     tcase_add_test(tc, test_seeds_only_and_unknown_index);
