@@ -362,11 +362,13 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
      * escape, in one pass each */
     plain = esbulk__plain_ascii(index, index_len) && esbulk__plain_ascii(id, id_len) &&
             esbulk__plain_ascii(routing, routing_len);
-    if (index_len == 0 || (uint64_t)index_len > UINT32_MAX ||
-        (!plain && !esbulk__utf8_valid(index, index_len))) {
-        esbulk__errstr(errstr, errstr_size, "index name is empty, too long or not valid UTF-8");
-        return index_len == 0 || (uint64_t)index_len > UINT32_MAX ? ESBULK_ERR_INVALID_ARG
-                                                                  : ESBULK_ERR_INVALID_UTF8;
+    if (index_len == 0 || (uint64_t)index_len > UINT32_MAX) {
+        esbulk__errstr(errstr, errstr_size, "index name is empty or too long");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    if (!plain && !esbulk__utf8_valid(index, index_len)) {
+        esbulk__errstr(errstr, errstr_size, "index name is not valid UTF-8");
+        return ESBULK_ERR_INVALID_UTF8;
     }
     if (!plain && (!esbulk__utf8_valid(id, id_len) || memchr(id ? id : "", 0, id_len) != NULL)) {
         esbulk__errstr(errstr, errstr_size, "_id is not valid UTF-8 (or holds a NUL byte)");
