@@ -535,16 +535,22 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     }
     if (e->state != ESBULK__IDX_OK)
         goto unrouted;
-    if (e->alias_routing != NULL) {
-        if (routing_len > 0 && (routing_len != strlen(e->alias_routing) ||
-                                memcmp(routing, e->alias_routing, routing_len) != 0))
-            goto unrouted; /* the server will refuse it with its own reason */
-        routing = e->alias_routing;
-        routing_len = strlen(routing);
+    if (doc->hint_serial != 0 && doc->hint_serial == e->serial) {
+        /* the adding thread computed it from this very entry, by the same
+         * rules as below (place.c) */
+        shard = doc->hint_shard;
+    } else {
+        if (e->alias_routing != NULL) {
+            if (routing_len > 0 && (routing_len != strlen(e->alias_routing) ||
+                                    memcmp(routing, e->alias_routing, routing_len) != 0))
+                goto unrouted; /* the server will refuse it with its own reason */
+            routing = e->alias_routing;
+            routing_len = strlen(routing);
+        }
+        if (esbulk_layout_shard(&e->layout, doc->id, doc->id_len, routing, routing_len,
+                                &shard) != ESBULK_OK)
+            goto unrouted;
     }
-    if (esbulk_layout_shard(&e->layout, doc->id, doc->id_len, routing, routing_len, &shard) !=
-        ESBULK_OK)
-        goto unrouted;
     doc->index_concrete = ix->concrete;
     if ((dest = shard_dest_get(c, ix, shard)) != NULL) {
         dest->used_ms = now;

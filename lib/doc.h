@@ -22,6 +22,9 @@ struct esbulk_result_s {
     size_t id_len;
     char *routing;                  /* NULL: none */
     size_t routing_len;
+    uint64_t hint_serial;           /* the adding thread computed hint_shard from the
+                                       index entry of this serial (topology.h); 0: none */
+    int32_t hint_shard;
     char *lines;                    /* action line + body line, ready to send */
     size_t lines_len;
     struct esbulk__block_s *block;  /* lines live in this shared block (docmem.c) at

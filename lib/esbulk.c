@@ -347,6 +347,9 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     esbulk__buf_t action, bline;
     size_t lines_max, strs, action_len;
     int content_id, plain, fast;
+    unsigned slot;
+    uint64_t hint_serial;
+    int32_t hint_shard;
     esbulk__doc_t *d = NULL;
     esbulk_err_t err;
 
@@ -450,11 +453,12 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     /* a body line is at most the body and its "\n" */
     lines_max = action_len + (bline.len > 0 ? bline.len : op == ESBULK_OP_DELETE ? 0 : body_len + 1);
     /* beside the documents going where this one most likely goes */
-    if ((err = esbulk__docmem_take(eb->dm,
-                                   esbulk__place_slot(&eb->place, index, id, id_len, routing,
-                                                      routing_len),
-                                   lines_max, &d, &p)) != ESBULK_OK)
+    slot = esbulk__place_slot(&eb->place, index, id, id_len, routing, routing_len, &hint_serial,
+                              &hint_shard);
+    if ((err = esbulk__docmem_take(eb->dm, slot, lines_max, &d, &p)) != ESBULK_OK)
         goto fail;
+    d->hint_serial = hint_serial;
+    d->hint_shard = hint_shard;
     if (fast)
         esbulk__action_line_plain(p, op, index, index_len, id, id_len, routing, routing_len);
     else

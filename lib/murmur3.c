@@ -99,6 +99,15 @@ esbulk_err_t esbulk__murmur3_utf16(const char *s, size_t len, int32_t *hash)
     m3_state_t st = {0, 0, 0, 0};
     size_t i = 0;
 
+    /* ASCII two bytes at a time: each byte is a whole code unit, and two
+     * units make a block (most ids are short ASCII strings) */
+    while (i + 2 <= len && (u[i] | u[i + 1]) < 0x80) {
+        st.h ^= mix_k((uint32_t)u[i] | ((uint32_t)u[i + 1] << 16));
+        st.h = rotl32(st.h, 13);
+        st.h = st.h * 5 + 0xe6546b64u;
+        i += 2;
+    }
+    st.nbytes = (uint32_t)(i * 2);
     while (i < len) {
         int32_t cp;
 

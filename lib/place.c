@@ -45,11 +45,14 @@ void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
 }
 
 unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
-                            const char *routing, size_t routing_len)
+                            const char *routing, size_t routing_len, uint64_t *serial,
+                            int32_t *shard_out)
 {
     unsigned slot = 0;
     int i, k;
 
+    *serial = 0;
+    *shard_out = -1;
     if (p->off || (id_len == 0 && routing_len == 0))
         return 0;
     pthread_mutex_lock(&p->lock);
@@ -62,6 +65,8 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *i
         if (strcmp(e->name, index) != 0)
             continue;
         p->last = i;
+        if (e->state != ESBULK__IDX_OK)
+            break; /* the core does not route it either */
         if (e->alias_routing != NULL) {
             size_t al = strlen(e->alias_routing);
 
@@ -74,6 +79,8 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *i
             ESBULK_OK)
             break;
         slot = (unsigned)shard;
+        *serial = e->serial;
+        *shard_out = shard;
         if (p->by_node && e->primary != NULL && e->primary[shard] >= 0)
             slot = (unsigned)e->primary[shard];
         break;

@@ -2,9 +2,11 @@
  * lines are put, decided on the adding thread from the index layouts that
  * the I/O thread published last: the slot of the node (or shard) the
  * document will most likely be sent to, so that each request's documents
- * lie together in memory. A hint never decides where a document is sent:
- * the engine core routes it again from its own view, and a missing or stale
- * hint only costs locality.
+ * lie together in memory. The shard computed for it goes with the document,
+ * named by the serial of the index entry it was computed from: the engine
+ * core takes it only when it routes by that same entry (entries are
+ * immutable), and computes the shard itself otherwise, so a missing or stale
+ * hint costs only locality and a hash.
  *
  * Thread-safe: one mutex, held for a lookup and one shard computation. */
 #ifndef ESBULK_PLACE_H
@@ -33,8 +35,11 @@ void esbulk__place_destroy(esbulk__place_t *p);
 void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n);
 /* The slot for a document of index (NUL-terminated) with this id and
  * routing: the primary's node number (or the shard) when the index's layout
- * is known and the document has a key to route on, else 0. */
+ * is known and the document has a key to route on, else 0. When a shard was
+ * computed (the entry readable, its routing accepted), *serial is the
+ * entry's serial and *shard the shard; else *serial is 0. */
 unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
-                            const char *routing, size_t routing_len);
+                            const char *routing, size_t routing_len, uint64_t *serial,
+                            int32_t *shard);
 
 #endif

@@ -75,6 +75,9 @@ void esbulk__index_release(esbulk__index_t *e)
     free(e);
 }
 
+/* Entries are numbered across every handle of the process, from 1. */
+static _Atomic uint64_t index_serials;
+
 static esbulk__index_t *index_new(const char *name)
 {
     esbulk__index_t *e = calloc(1, sizeof(*e));
@@ -82,6 +85,7 @@ static esbulk__index_t *index_new(const char *name)
     if (e == NULL)
         return NULL;
     atomic_init(&e->refs, 1);
+    e->serial = atomic_fetch_add(&index_serials, 1) + 1;
     esbulk__layout_init(&e->layout);
     if ((e->name = esbulk__strdup(name)) == NULL) {
         free(e);

@@ -37,6 +37,9 @@ typedef enum {
 
 typedef struct {
     _Atomic int refs;
+    uint64_t serial;     /* unique to this entry in the process (never 0 when
+                            read from a cluster): a placement hint computed
+                            from it names it (doc.h hint_serial) */
     char *name;          /* as asked: index, alias or data stream */
     char *write_index;   /* the concrete index written to */
     char *alias_routing; /* the alias's index_routing, or NULL */

@@ -96,6 +96,14 @@ MUTANTS = [
      """    if (err != ESBULK_OK)
         goto done;""",
      "a failed alias lookup hands out a default one-shard layout (the fuzzer's find)"),
+    ("hint-from-any-entry", "lib/core.c",
+     """    if (doc->hint_serial != 0 && doc->hint_serial == e->serial) {""",
+     """    if (doc->hint_serial != 0) {""",
+     "the adding thread's shard trusted though computed from another index entry"),
+    ("murmur3-ascii-length", "lib/murmur3.c",
+     """    st.nbytes = (uint32_t)(i * 2);""",
+     """    st.nbytes = (uint32_t)i;""",
+     "the ASCII fast path counts bytes of UTF-8, not of UTF-16"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

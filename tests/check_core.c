@@ -454,6 +454,57 @@ START_TEST(test_routes_to_primaries)
 }
 END_TEST
 
+/* A shard computed on the adding thread (place.c) is taken only when it was
+ * computed from the very index entry the core routes by (its serial);
+ * otherwise the core computes it again. Hints here are wrong on purpose, so
+ * that where each document goes shows which was used. */
+START_TEST(test_hint_shard_only_from_its_entry)
+{
+    const int32_t prim[3] = {0, 1, 2};
+    esbulk__core_conf_t cf = base_conf();
+    static const char *const ids[4] = {"a", "b", "c", "d"};
+    /* hint serials: the entry's, an older entry's, none, the entry's */
+    const uint64_t serials[4] = {5001, 5000, 0, 5001};
+    esbulk__index_t *e;
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    long n, seen = 0;
+    size_t i;
+
+    cf.flush.flush_docs = 1000;
+    fx_open_cluster(&cf, 0, now);
+    for (n = 0; n < 4; n++) {
+        esbulk__doc_t *d = doc_new(ESBULK_OP_INDEX, "logs", ids[n], n, 0);
+
+        d->hint_serial = serials[n];
+        d->hint_shard = (shard_of(d) + 1) % 3;
+        esbulk__core_add(fx.core, d, now);
+    }
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    e = index_new("logs", ESBULK__IDX_OK, 3, prim, fx.cluster);
+    e->serial = 5001;
+    esbulk__core_index_fetched(fx.core, "logs", e, ESBULK_OK, NULL, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        for (i = 0; i < s->ndocs; i++) {
+            const esbulk__doc_t *d = s->docs[i];
+            int32_t want = shard_of(d);
+
+            if (d->hint_serial == 5001)
+                want = (want + 1) % 3;
+            ck_assert_msg(node_of(s) == want, "document %ld (hint serial %llu) went to node %d, "
+                          "not %d", num(d), (unsigned long long)d->hint_serial, node_of(s),
+                          (int)want);
+            seen++;
+        }
+        answer_items(s, NULL, now);
+    }
+    ck_assert_int_eq(seen, 4);
+    for (n = 0; n < 4; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 /* An index not read yet: its documents wait for the first read, then are
  * routed; a read that does not come within topology.wait.ms sends them
  * unrouted, and other indices keep sending meanwhile. */
@@ -1429,6 +1480,7 @@ int main(void)
 
     tcase_add_test(tc, test_batch_limits);
     tcase_add_test(tc, test_routes_to_primaries);
+    tcase_add_test(tc, test_hint_shard_only_from_its_entry);
     tcase_add_test(tc, test_retry_moves_lines_out_of_block);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
     tcase_add_test(tc, test_wait_counts_toward_interval);

@@ -368,7 +368,10 @@ static esbulk__index_t *layout_new(const char *name, int32_t shards, const int32
     esbulk__index_t *e = calloc(1, sizeof(*e));
     int32_t s;
 
+    static uint64_t serials = 100;
+
     atomic_init(&e->refs, 1);
+    e->serial = ++serials;
     e->name = strdup(name);
     e->write_index = strdup(name);
     e->state = ESBULK__IDX_OK;
@@ -392,6 +395,25 @@ static int32_t shard_of(const esbulk__index_t *e, const char *id, const char *ro
     return shard;
 }
 
+/* The hint that esbulk__place_slot gave last: the entry's serial (0: none)
+ * and the shard. */
+static uint64_t hint_serial;
+static int32_t hint_shard;
+
+static unsigned ps(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
+                   const char *routing, size_t routing_len)
+{
+    return esbulk__place_slot(p, index, id, id_len, routing, routing_len, &hint_serial,
+                              &hint_shard);
+}
+
+/* The last hint names entry e and the shard the layout gives. */
+static void hint_is(const esbulk__index_t *e, const char *id, const char *routing)
+{
+    ck_assert_uint_eq(hint_serial, e->serial);
+    ck_assert_int_eq(hint_shard, shard_of(e, id, routing));
+}
+
 START_TEST(test_place_slots)
 {
     const int32_t prim[6] = {2, 0, 1, 2, 0, 1}, unassigned[6] = {-1, -1, -1, -1, -1, -1};
@@ -406,7 +428,7 @@ START_TEST(test_place_slots)
     esbulk__place_init(&node, 0, 1);
     esbulk__place_init(&shard, 0, 0);
     esbulk__place_init(&off, 1, 0);
-    ck_assert_uint_eq(esbulk__place_slot(&node, "logs", "a", 1, NULL, 0), 0); /* nothing yet */
+    ck_assert_uint_eq(ps(&node, "logs", "a", 1, NULL, 0), 0); /* nothing yet */
     for (i = 0; i < 3; i++)
         atomic_fetch_add(&pub[i]->refs, 3); /* one per place below */
     esbulk__place_publish(&node, pub, 3);
@@ -416,29 +438,43 @@ START_TEST(test_place_slots)
         unsigned slot;
 
         snprintf(id, sizeof(id), "doc-%d", i);
-        slot = esbulk__place_slot(&node, "logs", id, strlen(id), NULL, 0);
+        slot = ps(&node, "logs", id, strlen(id), NULL, 0);
         ck_assert_uint_eq(slot, (unsigned)prim[shard_of(logs, id, NULL)]);
+        hint_is(logs, id, NULL);
         seen[slot]++;
-        ck_assert_uint_eq(esbulk__place_slot(&shard, "logs", id, strlen(id), NULL, 0),
+        ck_assert_uint_eq(ps(&shard, "logs", id, strlen(id), NULL, 0),
                           (unsigned)shard_of(logs, id, NULL));
-        ck_assert_uint_eq(esbulk__place_slot(&off, "logs", id, strlen(id), NULL, 0), 0);
+        hint_is(logs, id, NULL);
+        ck_assert_uint_eq(ps(&off, "logs", id, strlen(id), NULL, 0), 0);
+        ck_assert_uint_eq(hint_serial, 0); /* routing.level=off: no shard */
         /* an explicit routing decides */
-        ck_assert_uint_eq(esbulk__place_slot(&node, "logs", id, strlen(id), "r1", 2),
+        ck_assert_uint_eq(ps(&node, "logs", id, strlen(id), "r1", 2),
                           (unsigned)prim[shard_of(logs, id, "r1")]);
+        hint_is(logs, id, "r1");
         /* the alias's routing, whatever the id */
-        ck_assert_uint_eq(esbulk__place_slot(&node, "tenant", id, strlen(id), NULL, 0),
+        ck_assert_uint_eq(ps(&node, "tenant", id, strlen(id), NULL, 0),
                           (unsigned)prim[shard_of(al, id, "user7")]);
+        hint_is(al, id, "user7");
         /* a primary not assigned: the shard */
-        ck_assert_uint_eq(esbulk__place_slot(&node, "moving", id, strlen(id), NULL, 0),
+        ck_assert_uint_eq(ps(&node, "moving", id, strlen(id), NULL, 0),
                           (unsigned)shard_of(un, id, NULL));
+        hint_is(un, id, NULL);
     }
     ck_assert(seen[0] > 50 && seen[1] > 50 && seen[2] > 50);
-    ck_assert_uint_eq(esbulk__place_slot(&node, "other", "a", 1, NULL, 0), 0);
-    ck_assert_uint_eq(esbulk__place_slot(&node, "logs", NULL, 0, NULL, 0), 0);
-    ck_assert_uint_eq(esbulk__place_slot(&node, "tenant", "a", 1, "user8", 5), 0);
+    ck_assert_uint_eq(ps(&node, "other", "a", 1, NULL, 0), 0);
+    ck_assert_uint_eq(hint_serial, 0);
+    ck_assert_uint_eq(ps(&node, "logs", NULL, 0, NULL, 0), 0);
+    ck_assert_uint_eq(hint_serial, 0);
+    ck_assert_uint_eq(ps(&node, "tenant", "a", 1, "user8", 5), 0);
+    ck_assert_uint_eq(hint_serial, 0); /* refused by the server: no shard */
+    /* an index that does not route (unknown, unroutable): no shard */
+    un->state = ESBULK__IDX_UNROUTABLE;
+    ck_assert_uint_eq(ps(&node, "moving", "a", 1, NULL, 0), 0);
+    ck_assert_uint_eq(hint_serial, 0);
+    un->state = ESBULK__IDX_OK;
     /* publishing again releases the layouts held */
     esbulk__place_publish(&node, NULL, 0);
-    ck_assert_uint_eq(esbulk__place_slot(&node, "logs", "a", 1, NULL, 0), 0);
+    ck_assert_uint_eq(ps(&node, "logs", "a", 1, NULL, 0), 0);
     ck_assert_int_eq(atomic_load(&logs->refs), 3);
     esbulk__place_destroy(&node);
     esbulk__place_destroy(&shard);

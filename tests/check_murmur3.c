@@ -166,6 +166,94 @@ START_TEST(test_utf8_valid_every_position)
 }
 END_TEST
 
+/* Murmur3 x86_32, seed 0, over bytes: the plain reference the library's
+ * code-unit feeding (two ASCII bytes a block, then one unit at a time) must
+ * agree with. */
+static uint32_t ref_murmur3(const unsigned char *b, size_t n)
+{
+    uint32_t h1 = 0, k;
+    size_t i, nblocks = n / 4;
+
+    for (i = 0; i < nblocks; i++) {
+        k = (uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 | (uint32_t)b[4 * i + 2] << 16 |
+            (uint32_t)b[4 * i + 3] << 24;
+        k *= 0xcc9e2d51u;
+        k = (k << 15) | (k >> 17);
+        k *= 0x1b873593u;
+        h1 ^= k;
+        h1 = (h1 << 13) | (h1 >> 19);
+        h1 = h1 * 5 + 0xe6546b64u;
+    }
+    k = 0;
+    switch (n & 3) {
+    case 3: k ^= (uint32_t)b[4 * nblocks + 2] << 16; /* fall through */
+    case 2: k ^= (uint32_t)b[4 * nblocks + 1] << 8;  /* fall through */
+    case 1:
+        k ^= b[4 * nblocks];
+        k *= 0xcc9e2d51u;
+        k = (k << 15) | (k >> 17);
+        k *= 0x1b873593u;
+        h1 ^= k;
+    }
+    h1 ^= (uint32_t)n;
+    h1 ^= h1 >> 16;
+    h1 *= 0x85ebca6bu;
+    h1 ^= h1 >> 13;
+    h1 *= 0xc2b2ae35u;
+    h1 ^= h1 >> 16;
+    return h1;
+}
+
+/* An ASCII run of every length 0..21, then a 2-byte, 3-byte or 4-byte
+ * character (one unit, one unit, a surrogate pair), then 0..2 ASCII bytes:
+ * the ASCII fast path hands over to the unit-at-a-time path at odd and even
+ * positions, and both must give the bytewise hash of the UTF-16LE units. */
+START_TEST(test_ascii_run_then_multibyte)
+{
+    static const struct {
+        const char *utf8;
+        uint16_t units[2];
+        int nunits;
+    } mb[] = {{"\xc3\xa9", {0x00e9, 0}, 1},
+              {"\xe4\xb8\xad", {0x4e2d, 0}, 1},
+              {"\xf0\x9f\x98\x80", {0xd83d, 0xde00}, 2}};
+    size_t run, tail, m;
+
+    for (m = 0; m < sizeof(mb) / sizeof(mb[0]); m++)
+        for (run = 0; run <= 21; run++)
+            for (tail = 0; tail <= 2; tail++) {
+                char s[64];
+                unsigned char le[128];
+                size_t n = 0, nu = 0, k;
+                int32_t got;
+
+                for (k = 0; k < run; k++) {
+                    s[n++] = (char)('a' + (k * 7 + run) % 26);
+                    le[nu++] = (unsigned char)s[n - 1];
+                    le[nu++] = 0;
+                }
+                memcpy(s + n, mb[m].utf8, strlen(mb[m].utf8));
+                n += strlen(mb[m].utf8);
+                for (k = 0; k < (size_t)mb[m].nunits; k++) {
+                    le[nu++] = (unsigned char)(mb[m].units[k] & 0xff);
+                    le[nu++] = (unsigned char)(mb[m].units[k] >> 8);
+                }
+                for (k = 0; k < tail; k++) {
+                    s[n++] = (char)('0' + k);
+                    le[nu++] = (unsigned char)s[n - 1];
+                    le[nu++] = 0;
+                }
+                ck_assert_int_eq(esbulk_route_hash(s, n, &got), ESBULK_OK);
+                ck_assert_msg(got == esbulk__u32_to_i32(ref_murmur3(le, nu)),
+                              "run %zu, char %zu, tail %zu", run, m, tail);
+                /* and the ASCII alone, every length */
+                ck_assert_int_eq(esbulk_route_hash(s, run, &got), ESBULK_OK);
+                ck_assert_msg(got == esbulk__u32_to_i32(ref_murmur3(le, 2 * run)),
+                              "ASCII run %zu", run);
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("murmur3");
@@ -178,6 +266,7 @@ int main(void)
     tcase_add_test(tc, test_negative_hash_is_signed);
     tcase_add_test(tc, test_u32_to_i32);
     tcase_add_test(tc, test_server_vectors);
+    tcase_add_test(tc, test_ascii_run_then_multibyte);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_long_id);
