@@ -14,7 +14,8 @@
  * (b) The full public path, esbulk_add -> esbulk_flush, against the null
  *     sink (bench/nullsink, started here on a free port in 19280-19289
  *     unless --sink is given): documents per second and client CPU (user +
- *     system of this process, every thread) per document.
+ *     system of this process, every thread) per document. Best of 3
+ *     passes, a new handle each (every pass's CPU is printed too).
  *
  * Prints one JSON line on stdout.
  */
@@ -478,6 +479,8 @@ int main(int argc, char **argv)
         bench_engine_opts_t opts;
         bench_engine_result_t res;
         json_t *stats = NULL;
+        double pass_ns[REPEATS];
+        int npass;
 
         if (sink == NULL) {
             if (sink_prog[0] == '\0' && sink_path(argv[0], sink_prog, sizeof(sink_prog)) != 0) {
@@ -502,10 +505,30 @@ int main(int argc, char **argv)
         opts.ids = ids;
         opts.sets = sets;
         opts.nsets = nsets;
-        if (bench_engine_run(&opts, &res, errstr, sizeof(errstr)) != 0) {
-            fprintf(stderr, "micro: %s\n", errstr);
-            printf("}\n");
-            goto out;
+        /* the best of REPEATS passes, as for the no-network part (each a
+         * new handle): the same estimate on both sides of the ratio; every
+         * pass's figure is printed too */
+        npass = engine_only ? 1 : REPEATS;
+        memset(&res, 0, sizeof(res));
+        rc = 0;
+        for (i = 0; i < npass; i++) {
+            bench_engine_result_t r;
+
+            if (bench_engine_run(&opts, &r, errstr, sizeof(errstr)) != 0) {
+                fprintf(stderr, "micro: %s\n", errstr);
+                printf("}\n");
+                esbulk_free(res.stats);
+                goto out;
+            }
+            if (r.indexed != r.docs || r.flush_timed_out)
+                rc = 1;
+            pass_ns[i] = r.cpu_s * 1e9 / (double)r.docs;
+            if (i == 0 || r.cpu_s < res.cpu_s) {
+                esbulk_free(res.stats);
+                res = r;
+            } else {
+                esbulk_free(r.stats);
+            }
         }
         if (res.stats != NULL)
             stats = json_loads(res.stats, 0, NULL);
@@ -513,15 +536,17 @@ int main(int argc, char **argv)
                "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
                "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
                ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
-               ",\"sink\":\"%s\",\"sink_nodes\":%d}}\n",
+               ",\"sink\":\"%s\",\"sink_nodes\":%d,\"cpu_ns_per_doc_passes\":[",
                res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
                res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
                res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
                res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed,
                res.possibly, stat_u64(stats, "requests"), sink, sink == sink_url ? sink_nodes : 0);
+        for (i = 0; i < npass; i++)
+            printf("%s%.1f", i > 0 ? "," : "", pass_ns[i]);
+        printf("]}}\n");
         json_decref(stats);
         esbulk_free(res.stats);
-        rc = res.indexed == res.docs && !res.flush_timed_out ? 0 : 1;
     } else {
         printf("}\n");
         rc = 0;
