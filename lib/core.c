@@ -313,11 +313,15 @@ static void ix_free(esbulk__core_t *c, ix_t *ix)
     free(ix);
 }
 
-static ix_t *ix_get(esbulk__core_t *c, const char *name, int64_t now)
+static ix_t *ix_get(esbulk__core_t *c, const char *name, uint64_t hint_serial, int64_t now)
 {
     ix_t *ix;
 
-    if (c->last_ix != NULL && strcmp(c->last_ix->name, name) == 0)
+    /* a hint from the last index's entry names that index (place.c found
+     * the entry by this name): no string compare */
+    if (c->last_ix != NULL &&
+        ((hint_serial != 0 && c->last_ix->e != NULL && c->last_ix->e->serial == hint_serial) ||
+         strcmp(c->last_ix->name, name) == 0))
         ix = c->last_ix;
     else
         ix = esbulk__map_get(&c->ix_map, name);
@@ -517,7 +521,7 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     doc->index_concrete = 0;
     if (c->cf.level == ESBULK__ROUTING_OFF && !c->cf.per_id)
         return dest_get(c, "off", DEST_ANY, NULL, NULL, -1, now);
-    if ((ix = ix_get(c, doc->index, now)) == NULL)
+    if ((ix = ix_get(c, doc->index, doc->hint_serial, now)) == NULL)
         goto unrouted;
     *ixp = ix;
     ix_maybe_fetch(c, ix, now);

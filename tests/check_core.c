@@ -499,7 +499,23 @@ START_TEST(test_hint_shard_only_from_its_entry)
         answer_items(s, NULL, now);
     }
     ck_assert_int_eq(seen, 4);
-    for (n = 0; n < 4; n++)
+    /* another index's document, its hint from an entry that is not the
+     * last index's: it is that other index's (not read yet, then unknown:
+     * sent unrouted), whatever the hint says */
+    {
+        esbulk__doc_t *d = doc_new(ESBULK_OP_INDEX, "metrics", "a", 4, 0);
+
+        d->hint_serial = 4999;
+        d->hint_shard = 0;
+        esbulk__core_add(fx.core, d, now);
+    }
+    answer_fetches(now);
+    s = must_send(1, now);
+    ck_assert_int_eq((int)s->ndocs, 1);
+    ck_assert_str_eq(s->docs[0]->index, "metrics");
+    ck_assert_int_eq(s->docs[0]->unrouted, 1);
+    answer_items(s, NULL, now);
+    for (n = 0; n < 5; n++)
         expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
     fx_close();
 }
