@@ -506,8 +506,6 @@ static void shard_dest_put(const esbulk__core_t *c, ix_t *ix, int32_t shard, des
  * memory. */
 static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t now)
 {
-    const char *routing = doc->routing;
-    size_t routing_len = doc->routing_len;
     char key[1024];
     esbulk__index_t *e;
     int32_t shard, p;
@@ -539,22 +537,11 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     }
     if (e->state != ESBULK__IDX_OK)
         goto unrouted;
-    if (doc->hint_serial != 0 && doc->hint_serial == e->serial) {
-        /* the adding thread computed it from this very entry, by the same
-         * rules as below (place.c) */
-        shard = doc->hint_shard;
-    } else {
-        if (e->alias_routing != NULL) {
-            if (routing_len > 0 && (routing_len != strlen(e->alias_routing) ||
-                                    memcmp(routing, e->alias_routing, routing_len) != 0))
-                goto unrouted; /* the server will refuse it with its own reason */
-            routing = e->alias_routing;
-            routing_len = strlen(routing);
-        }
-        if (esbulk_layout_shard(&e->layout, doc->id, doc->id_len, routing, routing_len,
-                                &shard) != ESBULK_OK)
-            goto unrouted;
-    }
+    if (doc->hint_serial != 0 && doc->hint_serial == e->serial)
+        shard = doc->hint_shard; /* esbulk__index_shard on this very entry, by place.c */
+    else if (esbulk__index_shard(e, doc->id, doc->id_len, doc->routing, doc->routing_len,
+                                 &shard) != ESBULK_OK)
+        goto unrouted; /* a contradicted alias routing: the server refuses it with its reason */
     doc->index_concrete = ix->concrete;
     if ((dest = shard_dest_get(c, ix, shard)) != NULL) {
         dest->used_ms = now;

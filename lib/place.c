@@ -67,17 +67,8 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *i
         p->last = i;
         if (e->state != ESBULK__IDX_OK)
             break; /* the core does not route it either */
-        if (e->alias_routing != NULL) {
-            size_t al = strlen(e->alias_routing);
-
-            if (routing_len > 0 && (routing_len != al || memcmp(routing, e->alias_routing, al)))
-                break; /* refused by the server anyway */
-            routing = e->alias_routing;
-            routing_len = al;
-        }
-        if (esbulk_layout_shard(&e->layout, id, id_len, routing, routing_len, &shard) !=
-            ESBULK_OK)
-            break;
+        if (esbulk__index_shard(e, id, id_len, routing, routing_len, &shard) != ESBULK_OK)
+            break; /* no key, or a routing the server refuses anyway */
         slot = (unsigned)shard;
         *serial = e->serial;
         *shard_out = shard;

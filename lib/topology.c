@@ -75,6 +75,20 @@ void esbulk__index_release(esbulk__index_t *e)
     free(e);
 }
 
+esbulk_err_t esbulk__index_shard(const esbulk__index_t *e, const char *id, size_t id_len,
+                                 const char *routing, size_t routing_len, int32_t *shard)
+{
+    if (e->alias_routing != NULL) {
+        size_t al = strlen(e->alias_routing);
+
+        if (routing_len > 0 && (routing_len != al || memcmp(routing, e->alias_routing, al) != 0))
+            return ESBULK_ERR_ROUTING_CONFLICT;
+        routing = e->alias_routing;
+        routing_len = al;
+    }
+    return esbulk_layout_shard(&e->layout, id, id_len, routing, routing_len, shard);
+}
+
 /* Entries are numbered across every handle of the process, from 1. */
 static _Atomic uint64_t index_serials;
 

@@ -70,6 +70,15 @@ esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *nam
                                         size_t errstr_size);
 void esbulk__index_release(esbulk__index_t *e);
 
+/* The shard of a document with this id and routing under entry e (state
+ * OK): the alias's index_routing stands for the routing, and a routing that
+ * contradicts it is refused (the server would refuse the document), as is
+ * a document with neither id nor routing. The one rule for both the adding
+ * thread's hint (place.c) and the core's routing (core.c): a hint is taken
+ * as the core's shard only because both compute it here. */
+esbulk_err_t esbulk__index_shard(const esbulk__index_t *e, const char *id, size_t id_len,
+                                 const char *routing, size_t routing_len, int32_t *shard);
+
 /* Reads index name now (blocking), without keeping it in the topology's
  * own table: a new reference in *entry (state UNKNOWN for an index that
  * does not exist), or an error. The engine keeps its entries itself. */
