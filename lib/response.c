@@ -1312,14 +1312,19 @@ static ALWAYS_INLINE const unsigned char *quick_rest(const unsigned char *p,
      * the ':' after it, compared as words */
 #define QKEY(k) (first ? QAT(k ":") : QAT("," k ":"))
 #define QSKIP(k) (p += sizeof(k ":") - (size_t)first, first = 0)
-    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), p < end && *p == '"') &&
-        (p = str_scan(p, end, &f->id)) == NULL)
+    /* once a key is read, its value must be there and of its type: "_id":,
+     * is not JSON, and is not skipped as if the member were absent */
+    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), p >= end || *p != '"' ||
+                             (p = str_scan(p, end, &f->id)) == NULL))
         return NULL;
     if (QKEY("\"_version\"") && (QSKIP("\"_version\""), 1) &&
         (p = quick_count(p, end, &f->version)) == NULL)
         return NULL;
-    if (QKEY("\"result\"") && (QSKIP("\"result\""), p < end && *p == '"')) {
+    if (QKEY("\"result\"")) {
+        QSKIP("\"result\"");
         /* the usual ones as words, the others through str_scan */
+        if (p >= end || *p != '"')
+            return NULL;
         if (end - p >= 9 && load8(p + 1) == load8("created\"")) {
             f->r_result = created;
             p += 9;

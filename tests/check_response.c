@@ -1521,6 +1521,17 @@ START_TEST(test_quick_leaves)
          ITEM("index", "\"_index\":\"i\"\"_id\":\"1\",\"status\":201"), 1, 0},
         {"a brace for a comma", ITEM("index", "\"_index\":\"i\"{\"_id\":\"1\",\"status\":201"), 1, 0},
         {"a number glued to a key", ITEM("index", "\"_version\":1\"status\":201"), 1, 0},
+        {"_id without a value", ITEM("index", "\"_id\":,\"status\":201"), 1, 0},
+        {"_id without a value, then result",
+         ITEM("index", "\"_id\":,\"result\":\"created\",\"status\":201"), 1, 0},
+        {"result without a value", ITEM("index", "\"result\":,\"status\":201"), 1, 0},
+        {"result without a value, then _seq_no",
+         ITEM("index", "\"_id\":\"1\",\"result\":,\"_seq_no\":0,\"status\":201"), 1, 0},
+        {"_version without a value", ITEM("index", "\"_version\":,\"status\":201"), 1, 0},
+        {"_seq_no without a value", ITEM("index", "\"_seq_no\":,\"status\":201"), 1, 0},
+        {"_primary_term without a value",
+         ITEM("index", "\"_primary_term\":,\"status\":201"), 1, 0},
+        {"status without a value", ITEM("index", "\"_id\":\"1\",\"status\":}"), 1, 0},
         {"too few items", ITEM("index", "\"status\":201"), 2, 0},
         {"too many items", ITEM("index", "\"status\":201") "," ITEM("index", "\"status\":201"), 1, 0},
     };
@@ -1567,8 +1578,33 @@ START_TEST(test_quick_cuts_and_bytes)
         esbulk__response_free(&slow);
         free(copy);
     }
+    /* every run of up to 16 bytes taken out (a value, a quote, a key) */
     copy = malloc(len);
     ck_assert_ptr_nonnull(copy);
+    for (i = 0; i < len; i++)
+        for (k = 1; k <= 16 && i + k <= len; k++) {
+            size_t n = len - k;
+            esbulk_err_t qe;
+
+            memcpy(copy, body, i);
+            memcpy(copy + i, body + i + k, n - i);
+            qe = esbulk__response_parse_quick(200, copy, n, 2, 0, want, &r);
+            ck_assert_int_eq(esbulk__response_parse_slow(200, copy, n, 2, 0, &slow), ESBULK_OK);
+            if (qe == ESBULK_OK) {
+                d = slow.klass != ESBULK__RESP_OK ? "jansson: not OK"
+                                                  : resp_diff(&r, &slow, why, sizeof(why));
+                if (d != NULL)
+                    ck_abort_msg("%zu bytes out at %zu: %s", k, i, d);
+                esbulk__response_free(&r);
+            }
+            ck_assert_int_eq(esbulk__response_parse_want(200, copy, n, 2, 0, want, &r),
+                             ESBULK_OK);
+            d = resp_diff(&r, &slow, why, sizeof(why));
+            if (d != NULL)
+                ck_abort_msg("%zu bytes out at %zu, parse_want: %s", k, i, d);
+            esbulk__response_free(&r);
+            esbulk__response_free(&slow);
+        }
     for (i = 0; i < len; i++)
         for (k = 0; k < sizeof(repl); k++) {
             esbulk_err_t qe;
