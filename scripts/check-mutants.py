@@ -108,6 +108,14 @@ MUTANTS = [
      """    st.nbytes = (uint32_t)(i * 2);""",
      """    st.nbytes = (uint32_t)i;""",
      "the ASCII fast path counts bytes of UTF-8, not of UTF-16"),
+    ("quick-key-without-value", "lib/response.c",
+     """        if (p >= end || *p != '"')
+            return NULL;
+        if (end - p >= 9""",
+     """        if (p >= end || *p != '"')
+            ;
+        else if (end - p >= 9""",
+     "the fast path skips a result key without its value, as if it were absent"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
