@@ -30,6 +30,18 @@ esbulk_err_t __wrap_esbulk__http_request(const esbulk__http_opts_t *opts, const 
 
 #define FAIL(...) (fprintf(stderr, "fuzz_topology: " __VA_ARGS__), fputc('\n', stderr), abort())
 
+/* make check-fuzz links with -Wl,--wrap=esbulk__now_ms: the topology's
+ * clock (when answers go stale, when a failed fetch may be retried) moves
+ * one millisecond per reading, so that a run tries the same inputs every
+ * time, whatever the machine's speed */
+int64_t __wrap_esbulk__now_ms(void);
+int64_t __wrap_esbulk__now_ms(void)
+{
+    static int64_t now = 1000000;
+
+    return now++;
+}
+
 static const uint8_t *in_p, *in_end;
 static int requests;
 
