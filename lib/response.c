@@ -1297,6 +1297,15 @@ typedef struct {
 
 #define QAT(lit) ((size_t)(end - p) >= sizeof(lit) - 1 && bytes_are(p, lit, sizeof(lit) - 1))
 
+/* A string value at p, as quick_count reads a count: the position past it,
+ * or NULL when p is not at a valid string ("_id":, or "_id":1 is not the
+ * common shape, not a member to skip). */
+static ALWAYS_INLINE const unsigned char *quick_string(const unsigned char *p,
+                                                      const unsigned char *end, span_t *out)
+{
+    return p < end && *p == '"' ? str_scan(p, end, out) : NULL;
+}
+
 /* The members of the operation after _index, p at the first (first: there
  * was no _index, so no ',' before it), to the end of the item: the
  * position past it, or NULL when it is not the common shape. Inlined twice,
@@ -1312,26 +1321,22 @@ static ALWAYS_INLINE const unsigned char *quick_rest(const unsigned char *p,
      * the ':' after it, compared as words */
 #define QKEY(k) (first ? QAT(k ":") : QAT("," k ":"))
 #define QSKIP(k) (p += sizeof(k ":") - (size_t)first, first = 0)
-    /* once a key is read, its value must be there and of its type: "_id":,
-     * is not JSON, and is not skipped as if the member were absent */
-    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), p >= end || *p != '"' ||
-                             (p = str_scan(p, end, &f->id)) == NULL))
+    /* once a key is read, its value must follow, of its type */
+    if (QKEY("\"_id\"") && (QSKIP("\"_id\""), 1) && (p = quick_string(p, end, &f->id)) == NULL)
         return NULL;
     if (QKEY("\"_version\"") && (QSKIP("\"_version\""), 1) &&
         (p = quick_count(p, end, &f->version)) == NULL)
         return NULL;
     if (QKEY("\"result\"")) {
         QSKIP("\"result\"");
-        /* the usual ones as words, the others through str_scan */
-        if (p >= end || *p != '"')
-            return NULL;
-        if (end - p >= 9 && load8(p + 1) == load8("created\"")) {
+        /* the usual ones as words, the others through quick_string */
+        if (end - p >= 9 && *p == '"' && load8(p + 1) == load8("created\"")) {
             f->r_result = created;
             p += 9;
-        } else if (end - p >= 9 && load8(p + 1) == load8("updated\"")) {
+        } else if (end - p >= 9 && *p == '"' && load8(p + 1) == load8("updated\"")) {
             f->r_result = updated;
             p += 9;
-        } else if ((p = str_scan(p, end, &f->result)) == NULL) {
+        } else if ((p = quick_string(p, end, &f->result)) == NULL) {
             return NULL;
         }
     }
