@@ -74,13 +74,26 @@ void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src)
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                              int32_t status, const char *error_type, const char *reason)
 {
-    d->outcome = outcome;
-    d->err = err;
+    esbulk__doc_more_t *m = d->more;
+
+    d->outcome = (unsigned char)outcome;
+    d->err = (signed char)err;
     d->status = status;
-    free(d->r_error_type);
-    free(d->r_error_reason);
-    d->r_error_type = error_type ? esbulk__strdup(error_type) : NULL;
-    d->r_error_reason = reason ? esbulk__strdup(reason) : NULL;
+    if (m == NULL && error_type == NULL && reason == NULL)
+        return;
+    if (m == NULL && (m = esbulk__doc_more(d)) == NULL)
+        return;
+    free(m->error_type);
+    free(m->error_reason);
+    m->error_type = error_type ? esbulk__strdup(error_type) : NULL;
+    m->error_reason = reason ? esbulk__strdup(reason) : NULL;
+}
+
+esbulk__doc_more_t *esbulk__doc_more(esbulk__doc_t *d)
+{
+    if (d->more == NULL)
+        d->more = calloc(1, sizeof(*d->more));
+    return d->more;
 }
 
 int esbulk__should_flush(const esbulk__flush_policy_t *p, size_t count, size_t bytes,

@@ -128,10 +128,10 @@ static uint32_t rnd32(esbulk__core_t *c)
 static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcome,
                     esbulk_err_t err, int32_t status, const char *type, const char *reason)
 {
-    if (type == NULL && reason == NULL && d->r_error_type == NULL && d->r_error_reason == NULL) {
+    if (type == NULL && reason == NULL && d->more == NULL) {
         /* a success (mostly): nothing to copy, nothing to free */
-        d->outcome = outcome;
-        d->err = err;
+        d->outcome = (unsigned char)outcome;
+        d->err = (signed char)err;
         d->status = status;
     } else {
         esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
@@ -542,7 +542,7 @@ static dest_t *route(esbulk__core_t *c, esbulk__doc_t *doc, ix_t **ixp, int64_t 
     else if (esbulk__index_shard(e, doc->id, doc->id_len, doc->routing, doc->routing_len,
                                  &shard) != ESBULK_OK)
         goto unrouted; /* a contradicted alias routing: the server refuses it with its reason */
-    doc->index_concrete = ix->concrete;
+    doc->index_concrete = ix->concrete != 0;
     if ((dest = shard_dest_get(c, ix, shard)) != NULL) {
         dest->used_ms = now;
         return dest;
@@ -960,7 +960,7 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
         deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why);
         return;
     }
-    doc->ambiguous |= ambiguous;
+    doc->ambiguous = doc->ambiguous || ambiguous;
     dec = esbulk__retry_decide(doc->attempts, c->cf.retry_max, now, doc->deadline_ms,
                                c->cf.backoff_ms, c->cf.backoff_max_ms, rnd32(c), &at);
     if (dec == ESBULK__RETRY_NOW) {
@@ -1047,15 +1047,16 @@ static void deliver_unsent(esbulk__core_t *c, esbulk__doc_t *d, esbulk_err_t err
                            const char *what)
 {
     char why[1024], type[128];
-    const char *t = NULL;
+    const char *t = NULL, *last_reason = ESBULK__DOC_MORE(d, error_reason);
+    const char *last_type = ESBULK__DOC_MORE(d, error_type);
 
-    if (d->r_error_reason != NULL) {
-        snprintf(why, sizeof(why), "%s; its last attempt: %s", what, d->r_error_reason);
+    if (last_reason != NULL) {
+        snprintf(why, sizeof(why), "%s; its last attempt: %s", what, last_reason);
         what = why;
     }
-    if (d->r_error_type != NULL) {
+    if (last_type != NULL) {
         /* copied: deliver frees d's own */
-        snprintf(type, sizeof(type), "%s", d->r_error_type);
+        snprintf(type, sizeof(type), "%s", last_type);
         t = type;
     }
     deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED, err, d->status,
@@ -1308,23 +1309,16 @@ void esbulk__core_unsend(esbulk__core_t *c, esbulk__send_t *s, int64_t now)
 static void doc_take_item(esbulk__doc_t *d, const esbulk__item_t *it)
 {
     static const char *const results[] = {"created", "updated", "deleted", "noop", "not_found"};
+    esbulk__doc_more_t *m = d->more;
     size_t k;
+    /* the parser hands back d->index itself when the server answered it */
+    int other_index = it->index != NULL && it->index != d->index &&
+                      strcmp(it->index, d->index) != 0;
 
     d->status = it->status;
     d->seq_no = it->seq_no;
     d->primary_term = it->primary_term;
     d->version = it->version;
-    if (d->r_index != NULL) {
-        free(d->r_index);
-        d->r_index = NULL;
-    }
-    /* the parser hands back d->index itself when the server answered it */
-    if (it->index != NULL && it->index != d->index && strcmp(it->index, d->index) != 0)
-        d->r_index = esbulk__strdup(it->index);
-    if (d->r_result_own != NULL) {
-        free(d->r_result_own);
-        d->r_result_own = NULL;
-    }
     d->r_result = NULL;
     if (it->result != NULL && it->result_static) {
         d->r_result = it->result;
@@ -1332,12 +1326,22 @@ static void doc_take_item(esbulk__doc_t *d, const esbulk__item_t *it)
         for (k = 0; k < ESBULK__ARRAY_LEN(results) && d->r_result == NULL; k++)
             if (strcmp(it->result, results[k]) == 0)
                 d->r_result = results[k];
-        if (d->r_result == NULL)
-            d->r_result = d->r_result_own = esbulk__strdup(it->result);
     }
+    /* the rest is in d->more, made only when there is something to keep */
+    if (m == NULL && !other_index && (d->id != NULL || it->id == NULL) &&
+        (it->result == NULL || d->r_result != NULL))
+        return;
+    if (m == NULL && (m = esbulk__doc_more(d)) == NULL)
+        return;
+    free(m->index);
+    m->index = other_index ? esbulk__strdup(it->index) : NULL;
+    free(m->result_own);
+    m->result_own = NULL;
+    if (it->result != NULL && d->r_result == NULL)
+        d->r_result = m->result_own = esbulk__strdup(it->result);
     if (d->id == NULL) {
-        free(d->r_id);
-        d->r_id = it->id != NULL ? esbulk__strdup(it->id) : NULL;
+        free(m->id);
+        m->id = it->id != NULL ? esbulk__strdup(it->id) : NULL;
     }
 }
 

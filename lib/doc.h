@@ -10,51 +10,72 @@
 /* The public result handed to callbacks is this same object. */
 typedef struct esbulk_result_s esbulk__doc_t;
 /* index, id and routing of most documents fit in the record */
-#define ESBULK__DOC_STRS 64
+#define ESBULK__DOC_STRS 56
+/* the longest index name, _id or routing taken (the server takes 255, 512
+ * and any: this only keeps the record's 32-bit lengths safe) */
+#define ESBULK__KEY_MAX ((size_t)1 << 20)
+
+/* What few results say, out of the record: an index other than the one
+ * added, an id the server chose, an error, an unusual result. */
+typedef struct {
+    char *index;                    /* NULL: the index as added */
+    char *id;                       /* the server's, when the document had none */
+    char *error_type, *error_reason;
+    char *result_own;               /* r_result when not a static string */
+} esbulk__doc_more_t;
+
+/* A record is 4 cache lines (checked by check_docmem), laid out by who
+ * touches what: three threads walk it (adding, I/O, serving), and its size
+ * is most of what a document costs beyond its bytes. Lengths are 32-bit:
+ * doc_build refuses a document whose record and lines would not fit. */
 struct esbulk_result_s {
+    /* queues, order, keys: written by the add, read by every thread */
     esbulk__doc_t *next;            /* in whichever queue holds it */
-    esbulk__doc_t *live_prev, *live_next; /* every unserved document, in add order */
     uint64_t seq;                   /* add order */
-    esbulk_op_t op;
-    uint32_t index_len;             /* strlen(index) */
     char *index;                    /* as added */
     char *id;                       /* as added or generated; NULL: server assigns */
-    size_t id_len;
     char *routing;                  /* NULL: none */
-    size_t routing_len;
+    char *lines;                    /* action line + body line, ready to send */
     uint64_t hint_serial;           /* the adding thread computed hint_shard from the
                                        index entry of this serial (topology.h); 0: none */
     int32_t hint_shard;
-    char *lines;                    /* action line + body line, ready to send */
-    size_t lines_len;
+    uint32_t index_len;             /* strlen(index) */
+    /* routing, sending, the outcome: the I/O thread's */
+    uint32_t id_len, routing_len;
+    uint32_t lines_len;
+    int32_t attempts;               /* requests that carried it */
+    int64_t queued_ms;              /* when it was added, then when the core queued it */
+    int64_t deadline_ms, retry_at_ms;
+    unsigned char op;               /* esbulk_op_t */
+    unsigned char slot;             /* the record goes back to this slot's free records */
+    unsigned char ambiguous;        /* a request with it broke after it was sent */
+    unsigned char conditional;      /* an external version or if_seq_no (a 409 after a broken
+                                       attempt means it was most likely applied) */
+    unsigned char unrouted;
+    unsigned char index_concrete;   /* routed by metadata that names this index as its own
+                                       write index: the answer need not repeat _index */
+    unsigned char outcome;          /* esbulk_outcome_t */
+    signed char err;                /* esbulk_err_t */
+    int32_t status;
+    uint32_t lines_off;
+    uint32_t body_bytes;            /* counted in buffer.max.bytes until the outcome: the
+                                       record, its strings and lines, as held */
+    /* memory, the caller's, the result */
     struct esbulk__block_s *block;  /* lines live in this shared block (docmem.c) at
                                        lines_off; NULL: in an allocation of their own */
-    size_t lines_off;
     struct esbulk__docmem_s *dm;    /* the record came from dm's slabs (NULL: calloc) */
-    unsigned char slot;             /* and goes back to this slot's free records */
     char *strs_own;                 /* index, id and routing when they do not fit in strs */
-    char strs[ESBULK__DOC_STRS];
-    size_t body_bytes;              /* counted in buffer.max.bytes until the outcome: the
-                                       record, its strings and lines, as held */
     void *opaque;
-    int32_t attempts;               /* requests that carried it */
-    int ambiguous;                  /* a request with it broke after it was sent */
-    int conditional;                /* an external version or if_seq_no (a 409 after a broken
-                                       attempt means it was most likely applied) */
-    int unrouted;
-    int index_concrete;             /* routed by metadata that names this index as its own
-                                       write index: the answer need not repeat _index */
-    int64_t added_ms, deadline_ms, retry_at_ms, queued_ms;
-    /* the result */
-    esbulk_outcome_t outcome;
-    esbulk_err_t err;
-    int32_t status;
-    char *r_index;                  /* NULL: the index as added */
-    char *r_id, *r_error_type, *r_error_reason;
-    const char *r_result;           /* a static string, or r_result_own */
-    char *r_result_own;
+    esbulk__doc_more_t *more;       /* NULL: nothing more to say */
+    const char *r_result;           /* a static string, or more->result_own */
     int64_t seq_no, primary_term, version;
+    char strs[ESBULK__DOC_STRS];
 };
+
+/* d's more, made if it has none (NULL if out of memory). */
+esbulk__doc_more_t *esbulk__doc_more(esbulk__doc_t *d);
+/* A field of d's more, NULL if it has none. */
+#define ESBULK__DOC_MORE(d, field) ((d)->more != NULL ? (d)->more->field : NULL)
 
 typedef struct {
     esbulk__doc_t *head, *tail;

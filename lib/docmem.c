@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,12 @@ typedef struct esbulk__block_s {
     char data[];
 } block_t;
 
+/* Records start on a cache line: each touches exactly its own 5 lines. */
+#define SLAB_ALIGN 64
 typedef struct slab_s {
     struct slab_s *next;
-    esbulk__doc_t docs[SLAB_DOCS];
+    void *raw;              /* what malloc gave (the slab is aligned within it) */
+    _Alignas(SLAB_ALIGN) esbulk__doc_t docs[SLAB_DOCS];
 } slab_t;
 
 struct esbulk__docmem_s {
@@ -139,7 +143,7 @@ void esbulk__docmem_destroy(esbulk__docmem_t *dm)
     }
     while ((s = dm->slabs) != NULL) {
         dm->slabs = s->next;
-        free(s);
+        free(s->raw);
     }
     pthread_mutex_destroy(&dm->lock);
     free(dm);
@@ -181,11 +185,14 @@ static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
             from = (slot + k) % ESBULK__DOCMEM_SLOTS;
     list = &dm->free_docs[from];
     if (*list == NULL) {
-        slab_t *s = malloc(sizeof(*s));
+        void *raw = malloc(sizeof(slab_t) + SLAB_ALIGN - 1);
+        slab_t *s;
         int i;
 
-        if (s == NULL)
+        if (raw == NULL)
             return NULL;
+        s = (slab_t *)(((uintptr_t)raw + SLAB_ALIGN - 1) & ~(uintptr_t)(SLAB_ALIGN - 1));
+        s->raw = raw;
         s->next = dm->slabs;
         dm->slabs = s;
         list = &dm->free_docs[slot];
@@ -254,7 +261,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     d->slot = (unsigned char)slot;
     if (b != NULL) {
         d->block = b;
-        d->lines_off = off;
+        d->lines_off = (uint32_t)off;
         *lines = b->data + off;
     } else if (own != NULL) {
         *lines = own;
@@ -314,11 +321,15 @@ static void doc_clear(esbulk__doc_t *d)
 {
     esbulk__doc_drop_lines(d);
     free(d->strs_own);
-    free(d->r_index);
-    free(d->r_id);
-    free(d->r_result_own);
-    free(d->r_error_type);
-    free(d->r_error_reason);
+    if (d->more != NULL) {
+        free(d->more->index);
+        free(d->more->id);
+        free(d->more->result_own);
+        free(d->more->error_type);
+        free(d->more->error_reason);
+        free(d->more);
+        d->more = NULL;
+    }
 }
 
 /* Records from a slab go back to its free list; others were allocated alone

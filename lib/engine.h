@@ -18,6 +18,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* What a flush or close waits for: the documents added before it (seq
+ * below upto), as a count of those not yet served, which each serving
+ * lowers (esbulk__live_done). */
+typedef struct esbulk__mark_s {
+    uint64_t upto;
+    size_t left;
+    struct esbulk__mark_s *next;
+} esbulk__mark_t;
+
 /* The handle. */
 struct esbulk_s {
     esbulk_conf_t *conf;
@@ -37,14 +46,15 @@ struct esbulk_s {
     pthread_cond_t cond_results;    /* results queued, or flush progress */
     esbulk__queue_t incoming;       /* added, not yet routed by the I/O thread */
     esbulk__queue_t results;        /* outcome known, not yet served */
-    esbulk__doc_t *live_head, *live_tail; /* unserved documents in add order */
+    size_t live;                    /* documents added, not yet served */
+    esbulk__mark_t *marks;          /* what flush and close calls wait for, and force_mark */
     uint64_t next_seq;
     size_t buffered_bytes;          /* body bytes of documents without outcome */
     size_t buffered_docs;           /* documents not yet served */
     int flushers;                   /* esbulk_flush/close calls in progress */
-    uint64_t force_upto;            /* documents added before the last esbulk_flush (seq
-                                     * below this) go at once, even after that call timed
-                                     * out: until every one of them is served */
+    esbulk__mark_t force_mark;      /* documents added before the last esbulk_flush go at
+                                     * once, even after that call timed out: until every
+                                     * one of them is served (in marks once a flush came) */
     int buffer_full;                /* an add found no space, and none was freed since:
                                      * the I/O thread sends whatever it holds */
     int closing;                    /* esbulk_close: stop accepting, drain */
@@ -96,6 +106,14 @@ typedef struct {
     int abort_all; /* close timed out: fail whatever is left */
     int terminate; /* exit */
 } esbulk__handoff_flags_t;
+
+/* Under eb->lock. d was served (or made pullable): flush and close calls
+ * wait for one document fewer. */
+void esbulk__live_done(esbulk_t *eb, const esbulk__doc_t *d);
+/* Under eb->lock. m counts the documents added so far, and is kept up to
+ * date until removed. */
+void esbulk__mark_add(esbulk_t *eb, esbulk__mark_t *m);
+void esbulk__mark_remove(esbulk_t *eb, esbulk__mark_t *m);
 
 /* Moves the documents added since the last call to *incoming (appended). */
 void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,

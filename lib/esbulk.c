@@ -21,11 +21,11 @@ void *esbulk_result_opaque(const esbulk_result_t *r) { return r ? r->opaque : NU
 esbulk_outcome_t esbulk_result_outcome(const esbulk_result_t *r) { return r ? r->outcome : ESBULK_OUTCOME_FAILED; }
 esbulk_err_t esbulk_result_err(const esbulk_result_t *r) { return r ? r->err : ESBULK_ERR_INVALID_ARG; }
 esbulk_op_t esbulk_result_op(const esbulk_result_t *r) { return r ? r->op : ESBULK_OP_INDEX; }
-const char *esbulk_result_index(const esbulk_result_t *r) { return r ? (r->r_index ? r->r_index : r->index) : NULL; }
-const char *esbulk_result_id(const esbulk_result_t *r) { return r ? (r->id ? r->id : r->r_id) : NULL; }
+const char *esbulk_result_index(const esbulk_result_t *r) { return r ? (ESBULK__DOC_MORE(r, index) ? r->more->index : r->index) : NULL; }
+const char *esbulk_result_id(const esbulk_result_t *r) { return r ? (r->id ? r->id : ESBULK__DOC_MORE(r, id)) : NULL; }
 int32_t esbulk_result_status(const esbulk_result_t *r) { return r ? r->status : 0; }
-const char *esbulk_result_error_type(const esbulk_result_t *r) { return r ? r->r_error_type : NULL; }
-const char *esbulk_result_error_reason(const esbulk_result_t *r) { return r ? r->r_error_reason : NULL; }
+const char *esbulk_result_error_type(const esbulk_result_t *r) { return r ? ESBULK__DOC_MORE(r, error_type) : NULL; }
+const char *esbulk_result_error_reason(const esbulk_result_t *r) { return r ? ESBULK__DOC_MORE(r, error_reason) : NULL; }
 const char *esbulk_result_result(const esbulk_result_t *r) { return r ? r->r_result : NULL; }
 int64_t esbulk_result_seq_no(const esbulk_result_t *r) { return r ? r->seq_no : -1; }
 int64_t esbulk_result_primary_term(const esbulk_result_t *r) { return r ? r->primary_term : -1; }
@@ -365,8 +365,13 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
      * escape, in one pass each */
     plain = esbulk__plain_ascii(index, index_len) && esbulk__plain_ascii(id, id_len) &&
             esbulk__plain_ascii(routing, routing_len);
-    if (index_len == 0 || (uint64_t)index_len > UINT32_MAX) {
+    if (index_len == 0 || index_len > ESBULK__KEY_MAX) {
         esbulk__errstr(errstr, errstr_size, "index name is empty or too long");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    if (id_len > ESBULK__KEY_MAX || routing_len > ESBULK__KEY_MAX) {
+        esbulk__errstr(errstr, errstr_size, "_id or routing longer than %u bytes",
+                       (unsigned)ESBULK__KEY_MAX);
         return ESBULK_ERR_INVALID_ARG;
     }
     if (!plain && !esbulk__utf8_valid(index, index_len)) {
@@ -452,6 +457,16 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     }
     /* a body line is at most the body and its "\n" */
     lines_max = action_len + (bline.len > 0 ? bline.len : op == ESBULK_OP_DELETE ? 0 : body_len + 1);
+    /* the record holds its lengths in 32 bits (doc.h): with max.doc.bytes
+     * at most 1 GiB and keys at most ESBULK__KEY_MAX, only long options
+     * could pass them */
+    strs = index_len + 1 + id_len + 1 + routing_len + 1;
+    if (lines_max > UINT32_MAX - 1 - sizeof(*d) - strs) {
+        esbulk__errstr(errstr, errstr_size, "document's request lines (%zu bytes) too large",
+                       lines_max);
+        err = ESBULK_ERR_DOC_TOO_LARGE;
+        goto fail;
+    }
     /* beside the documents going where this one most likely goes */
     slot = esbulk__place_slot(&eb->place, index, id, id_len, routing, routing_len, &hint_serial,
                               &hint_shard);
@@ -464,10 +479,10 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     else
         memcpy(p, action.data, action_len);
     d->lines = p;
-    d->lines_len = action_len;
+    d->lines_len = (uint32_t)action_len;
     if (bline.len > 0) {
         memcpy(p + action_len, bline.data, bline.len);
-        d->lines_len += bline.len;
+        d->lines_len += (uint32_t)bline.len;
     } else if (op != ESBULK_OP_DELETE) {
         /* the body is copied once, into the room of its request lines */
         esbulk__buf_t view;
@@ -481,19 +496,18 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
                                 errstr_size);
         if (err != ESBULK_OK)
             goto fail;
-        d->lines_len = view.len;
+        d->lines_len = (uint32_t)view.len;
     }
     p[d->lines_len] = '\0';
     esbulk__docmem_trim(d, lines_max);
-    d->op = op;
-    d->conditional = esbulk__docopts_conditional(opts);
+    d->op = (unsigned char)op;
+    d->conditional = esbulk__docopts_conditional(opts) != 0;
     d->opaque = opaque;
     d->seq_no = d->primary_term = d->version = -1;
     d->index_len = (uint32_t)index_len;
-    d->id_len = id_len;
-    d->routing_len = routing_len;
+    d->id_len = (uint32_t)id_len;
+    d->routing_len = (uint32_t)routing_len;
     /* index, id and routing in the record when they fit */
-    strs = index_len + 1 + id_len + 1 + routing_len + 1;
     if (strs <= sizeof(d->strs))
         p = d->strs;
     else if ((p = d->strs_own = malloc(strs)) == NULL)
@@ -516,7 +530,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     /* what the document holds, counted in buffer.max.bytes: its record, its
      * strings when they do not fit in it, and its lines (counting only the
      * lines let small documents take about 2.8 times buffer.max.bytes) */
-    d->body_bytes = sizeof(*d) + (d->strs_own != NULL ? strs : 0) + d->lines_len + 1;
+    d->body_bytes = (uint32_t)(sizeof(*d) + (d->strs_own != NULL ? strs : 0) + d->lines_len + 1);
     *out = d;
     return ESBULK_OK;
 nomem:
@@ -591,12 +605,9 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
         if (err != ESBULK_OK)
             break;
         d->seq = eb->next_seq++;
-        d->added_ms = waiting ? esbulk__now_ms() : now_ms;
-        d->deadline_ms = dt > 0 ? d->added_ms + dt : 0;
-        d->live_prev = eb->live_tail;
-        d->live_next = NULL;
-        if (eb->live_tail) eb->live_tail->live_next = d; else eb->live_head = d;
-        eb->live_tail = d;
+        d->queued_ms = waiting ? esbulk__now_ms() : now_ms;
+        d->deadline_ms = dt > 0 ? d->queued_ms + dt : 0;
+        eb->live++;
         eb->buffered_bytes += d->body_bytes;
         eb->buffered_docs++;
         eb->stats.added++;
@@ -606,7 +617,7 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
     /* wake the I/O thread only when it would look too late by itself: it
      * looks at incoming before it sleeps, and publishes when it wakes */
     wake = *done > 0 && eb->io_sleep_until != 0 &&
-           (eb->io_sleep_until > docs[0]->added_ms + eb->wake_interval_ms ||
+           (eb->io_sleep_until > docs[0]->queued_ms + eb->wake_interval_ms ||
             eb->incoming.count >= eb->wake_docs || eb->incoming.bytes >= eb->wake_bytes);
     if (wake)
         eb->io_sleep_until = 0;
@@ -761,14 +772,6 @@ static int pull_mode(const esbulk_t *eb)
     return eb->conf->result_cb == NULL && eb->conf->results_cb == NULL;
 }
 
-/* Takes d off the list of undelivered documents. Caller holds eb->lock. */
-static void live_unlink(esbulk_t *eb, esbulk__doc_t *d)
-{
-    if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
-    if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
-    d->live_prev = d->live_next = NULL;
-}
-
 /* A pull handle's serving: the results queued now become pullable and leave
  * the live list (their outcome is known: a flush or close need not wait for
  * them); they keep counting against buffer.max.docs until released. */
@@ -778,7 +781,7 @@ static void pull_absorb(esbulk_t *eb)
 
     pthread_mutex_lock(&eb->lock);
     for (d = eb->results.head; d != NULL; d = d->next)
-        live_unlink(eb, d);
+        esbulk__live_done(eb, d);
     esbulk__queue_append(&eb->pull_ready, &eb->results);
     pthread_mutex_unlock(&eb->lock);
 }
@@ -825,7 +828,7 @@ static int32_t serve(esbulk_t *eb)
     }
     pthread_mutex_lock(&eb->lock);
     for (d = q.head; d != NULL; d = d->next)
-        live_unlink(eb, d);
+        esbulk__live_done(eb, d);
     {
         caller_t *c = caller_self(eb);
         if (c != NULL)
@@ -904,10 +907,10 @@ int32_t esbulk_poll(esbulk_t *eb, int32_t timeout_ms)
     return self.served;
 }
 
-/* Serves results until no document with seq < upto is left unserved, or
- * the deadline passes (ESBULK_ERR_TIMED_OUT), or a destroy is requested
+/* Serves results until every document m counts is served, or the deadline
+ * passes (ESBULK_ERR_TIMED_OUT), or a destroy is requested
  * (ESBULK_ERR_CLOSED). */
-static esbulk_err_t drain(esbulk_t *eb, uint64_t upto, int32_t timeout_ms)
+static esbulk_err_t drain(esbulk_t *eb, const esbulk__mark_t *m, int32_t timeout_ms)
 {
     int64_t end = timeout_ms >= 0 ? esbulk__now_ms() + timeout_ms : INT64_MAX;
 
@@ -918,7 +921,7 @@ static esbulk_err_t drain(esbulk_t *eb, uint64_t upto, int32_t timeout_ms)
 
         serve(eb);
         pthread_mutex_lock(&eb->lock);
-        done = eb->live_head == NULL || eb->live_head->seq >= upto;
+        done = m->left == 0;
         stop = eb->destroy_deferred;
         pthread_mutex_unlock(&eb->lock);
         if (done)
@@ -938,21 +941,24 @@ esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms)
 {
     caller_t self;
     esbulk_err_t err;
-    uint64_t upto;
+    esbulk__mark_t mark;
 
     if (eb == NULL)
         return ESBULK_ERR_INVALID_ARG;
     if (caller_enter(eb, &self) != ESBULK_OK)
         return ESBULK_ERR_IN_CALLBACK;
     pthread_mutex_lock(&eb->lock);
-    upto = eb->next_seq;
     eb->flushers++;
-    if (upto > eb->force_upto)
-        eb->force_upto = upto;
+    esbulk__mark_add(eb, &mark);
+    /* and the handle's own: these go at once until served, even if this
+     * call times out */
+    esbulk__mark_remove(eb, &eb->force_mark);
+    esbulk__mark_add(eb, &eb->force_mark);
     pthread_mutex_unlock(&eb->lock);
     esbulk__io_wakeup(eb);
-    err = drain(eb, upto, timeout_ms);
+    err = drain(eb, &mark, timeout_ms);
     pthread_mutex_lock(&eb->lock);
+    esbulk__mark_remove(eb, &mark);
     eb->flushers--;
     pthread_mutex_unlock(&eb->lock);
     if (caller_leave(eb, &self))
@@ -964,7 +970,7 @@ esbulk_err_t esbulk_flush(esbulk_t *eb, int32_t timeout_ms)
 static esbulk_err_t close_call(esbulk_t *eb, int32_t timeout_ms)
 {
     esbulk_err_t err;
-    uint64_t upto;
+    esbulk__mark_t mark;
 
     pthread_mutex_lock(&eb->lock);
     if (eb->closed) {
@@ -973,10 +979,10 @@ static esbulk_err_t close_call(esbulk_t *eb, int32_t timeout_ms)
     }
     eb->closing = 1;
     eb->flushers++;
-    upto = eb->next_seq;
+    esbulk__mark_add(eb, &mark);
     pthread_mutex_unlock(&eb->lock);
     esbulk__io_wakeup(eb);
-    err = drain(eb, upto, timeout_ms);
+    err = drain(eb, &mark, timeout_ms);
     /* Whatever is left gets "not delivered: closed" from the I/O thread,
      * which then exits. */
     pthread_mutex_lock(&eb->lock);
@@ -988,7 +994,8 @@ static esbulk_err_t close_call(esbulk_t *eb, int32_t timeout_ms)
     /* the I/O thread gave every document it held a result before exiting */
     serve(eb);
     pthread_mutex_lock(&eb->lock);
-    if (eb->live_head != NULL)
+    esbulk__mark_remove(eb, &mark);
+    if (eb->live != 0)
         esbulk__log(&eb->log, ESBULK_LOG_ERR, "close",
                     "internal error: documents without a result after close");
     eb->flushers--;
@@ -1084,7 +1091,7 @@ static int32_t pull_take(esbulk_t *eb, const esbulk_result_t **out, size_t max)
         out[n++] = d;
     }
     while (n < max && (d = esbulk__queue_pop(&eb->results)) != NULL) {
-        live_unlink(eb, d); /* delivered: a flush on another thread need not wait */
+        esbulk__live_done(eb, d); /* delivered: a flush on another thread need not wait */
         esbulk__queue_push(&eb->pull_held, d);
         out[n++] = d;
     }

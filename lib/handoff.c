@@ -8,6 +8,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+void esbulk__live_done(esbulk_t *eb, const esbulk__doc_t *d)
+{
+    esbulk__mark_t *m;
+
+    eb->live--;
+    for (m = eb->marks; m != NULL; m = m->next)
+        if (d->seq < m->upto)
+            m->left--;
+}
+
+void esbulk__mark_add(esbulk_t *eb, esbulk__mark_t *m)
+{
+    /* every unserved document was added before now */
+    m->upto = eb->next_seq;
+    m->left = eb->live;
+    m->next = eb->marks;
+    eb->marks = m;
+}
+
+void esbulk__mark_remove(esbulk_t *eb, esbulk__mark_t *m)
+{
+    esbulk__mark_t **p;
+
+    for (p = &eb->marks; *p != NULL; p = &(*p)->next)
+        if (*p == m) {
+            *p = m->next;
+            return;
+        }
+}
+
 void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
                           esbulk__handoff_flags_t *flags)
 {
@@ -16,7 +46,7 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
     eb->io_sleep_until = 0; /* awake: it looks at incoming again before it sleeps */
     /* an add found no space and none was freed since: send everything */
     flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full ||
-                   (eb->live_head != NULL && eb->live_head->seq < eb->force_upto);
+                   eb->force_mark.left > 0;
     flags->terminate = eb->terminate;
     flags->abort_all = eb->abort_all;
     pthread_mutex_unlock(&eb->lock);
@@ -28,7 +58,7 @@ int64_t esbulk__handoff_sleep(esbulk_t *eb, int64_t now, int64_t due)
     if (eb->incoming.head != NULL) {
         /* added since the take, without a wake-up: the oldest must be
          * looked at within flush.interval.ms, a large incoming at once */
-        int64_t by = eb->incoming.head->added_ms + eb->wake_interval_ms;
+        int64_t by = eb->incoming.head->queued_ms + eb->wake_interval_ms;
 
         if (eb->incoming.count >= eb->wake_docs || eb->incoming.bytes >= eb->wake_bytes)
             by = now;
@@ -91,8 +121,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     while ((d = esbulk__queue_pop(q)) != NULL) {
         if (d->outcome == ESBULK_OUTCOME_INDEXED) {
             /* served at once: nobody asked to see successes */
-            if (d->live_prev) d->live_prev->live_next = d->live_next; else eb->live_head = d->live_next;
-            if (d->live_next) d->live_next->live_prev = d->live_prev; else eb->live_tail = d->live_prev;
+            esbulk__live_done(eb, d);
             eb->buffered_docs--;
             eb->buffer_full = 0;
             esbulk__queue_push(&drop, d);

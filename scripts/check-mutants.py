@@ -67,11 +67,21 @@ MUTANTS = [
      """        (void)0;""",
      "a document closed or expired while waiting for its retry is not told why its attempt failed"),
     ("unsent-drops-error-type", "lib/core.c",
-     """        snprintf(type, sizeof(type), "%s", d->r_error_type);
+     """        snprintf(type, sizeof(type), "%s", last_type);
         t = type;""",
-     """        snprintf(type, sizeof(type), "%s", d->r_error_type);
+     """        snprintf(type, sizeof(type), "%s", last_type);
         t = NULL;""",
      "the last attempt's error type is dropped from an unsent document's outcome"),
+    ("flush-waits-past-its-mark", "lib/handoff.c",
+     """        if (d->seq < m->upto)
+            m->left--;""",
+     """        if (d->seq <= m->upto)
+            m->left--;""",
+     "a flush counts a document added after it among those it waits for"),
+    ("server-id-not-kept", "lib/core.c",
+     """    if (m == NULL && !other_index && (d->id != NULL || it->id == NULL) &&""",
+     """    if (m == NULL && !other_index &&""",
+     "the _id the server chose is not kept for a document added without one"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

@@ -192,7 +192,7 @@ static void expect(long n, esbulk_outcome_t outcome, esbulk_err_t err, int32_t s
     ck_assert_msg(d->outcome == outcome && d->err == err && d->status == status,
                   "document %ld: outcome %d err %d status %d, expected %d %d %d (%s)", n,
                   d->outcome, d->err, d->status, outcome, err, status,
-                  d->r_error_reason ? d->r_error_reason : "");
+                  esbulk_result_error_reason(d) ? esbulk_result_error_reason(d) : "");
     esbulk__doc_free(d);
 }
 
@@ -1080,10 +1080,10 @@ START_TEST(test_unsent_outcome_names_last_attempt)
     d = outcome_of(1);
     ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
     ck_assert_int_eq(d->err, ESBULK_ERR_CLOSED);
-    ck_assert_ptr_nonnull(d->r_error_reason);
-    ck_assert_msg(strstr(d->r_error_reason, "not delivered: closed; its last attempt: ") ==
-                      d->r_error_reason && strstr(d->r_error_reason, "canned transport failure"),
-                  "reason: %s", d->r_error_reason);
+    ck_assert_ptr_nonnull(esbulk_result_error_reason(d));
+    ck_assert_msg(strstr(esbulk_result_error_reason(d), "not delivered: closed; its last attempt: ") ==
+                      esbulk_result_error_reason(d) && strstr(esbulk_result_error_reason(d), "canned transport failure"),
+                  "reason: %s", esbulk_result_error_reason(d));
     esbulk__doc_free(d);
     fx_close();
 
@@ -1105,11 +1105,11 @@ START_TEST(test_unsent_outcome_names_last_attempt)
     d = outcome_of(1);
     ck_assert_int_eq(d->err, ESBULK_ERR_DELIVERY_TIMEOUT);
     ck_assert_int_eq(d->status, 0);
-    ck_assert_ptr_nonnull(d->r_error_reason);
-    ck_assert_msg(strstr(d->r_error_reason, "its last attempt: ") &&
-                      strstr(d->r_error_reason, "primary shard is not active"),
-                  "reason: %s", d->r_error_reason);
-    ck_assert_str_eq(d->r_error_type ? d->r_error_type : "", "unavailable_shards_exception");
+    ck_assert_ptr_nonnull(esbulk_result_error_reason(d));
+    ck_assert_msg(strstr(esbulk_result_error_reason(d), "its last attempt: ") &&
+                      strstr(esbulk_result_error_reason(d), "primary shard is not active"),
+                  "reason: %s", esbulk_result_error_reason(d));
+    ck_assert_str_eq(esbulk_result_error_type(d) ? esbulk_result_error_type(d) : "", "unavailable_shards_exception");
     esbulk__doc_free(d);
     answer_items(busy, NULL, now);
     expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
@@ -1153,7 +1153,7 @@ START_TEST(test_refusals)
         esbulk__doc_t *d = outcome_of(3);
         ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
         ck_assert_int_eq(d->status, 400);
-        ck_assert_str_eq(d->r_error_type, "mapper_parsing_exception");
+        ck_assert_str_eq(esbulk_result_error_type(d), "mapper_parsing_exception");
         esbulk__doc_free(d);
     }
     expect(4, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
@@ -1439,12 +1439,12 @@ START_TEST(test_answer_fields)
     d = outcome_of(0);
     ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
     ck_assert_int_eq(d->status, 201);
-    ck_assert_ptr_null(d->r_index);
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, index));
     ck_assert_str_eq(esbulk_result_index(d), "logs");
     ck_assert_str_eq(esbulk_result_id(d), "a");
-    ck_assert_ptr_null(d->r_id);
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, id));
     ck_assert_str_eq(d->r_result, "created");
-    ck_assert_ptr_null(d->r_result_own); /* a static string */
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, result_own)); /* a static string */
     ck_assert_int_eq(d->seq_no, 7);
     ck_assert_int_eq(d->primary_term, 2);
     ck_assert_int_eq(d->version, 1);
@@ -1452,24 +1452,24 @@ START_TEST(test_answer_fields)
     d = outcome_of(1);
     ck_assert_str_eq(esbulk_result_index(d), "logs-000001");
     ck_assert_str_eq(d->r_result, "updated");
-    ck_assert_ptr_null(d->r_result_own);
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, result_own));
     ck_assert_int_eq(d->version, 3);
     esbulk__doc_free(d);
     d = outcome_of(2);
-    ck_assert_ptr_null(d->r_index);
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, index));
     ck_assert_str_eq(esbulk_result_id(d), "srv-1");
     ck_assert_int_eq(d->seq_no, 9);
     esbulk__doc_free(d);
     d = outcome_of(3);
-    ck_assert_ptr_null(d->r_index); /* the same name, escaped or not */
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, index)); /* the same name, escaped or not */
     esbulk__doc_free(d);
     d = outcome_of(4);
     ck_assert_str_eq(d->r_result, "noop");
-    ck_assert_ptr_null(d->r_result_own);
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, result_own));
     esbulk__doc_free(d);
     d = outcome_of(5);
     ck_assert_str_eq(d->r_result, "weird");
-    ck_assert_ptr_eq(d->r_result, d->r_result_own);
+    ck_assert_ptr_eq(d->r_result, ESBULK__DOC_MORE(d, result_own));
     esbulk__doc_free(d);
     d = outcome_of(6);
     ck_assert_str_eq(esbulk_result_index(d), "other");
@@ -1478,7 +1478,7 @@ START_TEST(test_answer_fields)
     esbulk__doc_free(d);
     d = outcome_of(7);
     ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
-    ck_assert_ptr_null(d->r_index);
+    ck_assert_ptr_null(ESBULK__DOC_MORE(d, index));
     ck_assert_ptr_null(d->r_result);
     ck_assert_int_eq(d->seq_no, -1);
     ck_assert_int_eq(d->version, -1);

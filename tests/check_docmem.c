@@ -54,6 +54,26 @@ static int intact(const esbulk__doc_t *d)
     return d->lines[d->lines_len] == '\0';
 }
 
+/* A record is 4 whole cache lines, and every record of a slab starts one:
+ * the size is most of a document's cost past its bytes (doc.h). */
+START_TEST(test_record_four_lines)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__doc_t *d[600];
+    size_t i;
+
+    ck_assert_uint_eq(sizeof(esbulk__doc_t), 256);
+    ck_assert_ptr_nonnull(dm);
+    for (i = 0; i < 600; i++) { /* more than two slabs */
+        ck_assert_int_eq(esbulk__docmem_take(dm, (unsigned)i, 0, &d[i], NULL), ESBULK_OK);
+        ck_assert_uint_eq((uintptr_t)d[i] % 64, 0);
+    }
+    for (i = 0; i < 600; i++)
+        esbulk__doc_free(d[i]);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 #define N 20000
 
 START_TEST(test_regions_apart_and_trimmed)
@@ -512,6 +532,7 @@ int main(void)
     int failed;
 
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_record_four_lines);
     tcase_add_test(tc, test_regions_apart_and_trimmed);
     tcase_add_test(tc, test_blocks_reused_only_when_empty);
     tcase_add_test(tc, test_large_and_empty);

@@ -356,6 +356,23 @@ START_TEST(test_add_errors)
                                 sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
     ck_assert_int_eq(esbulk_add(eb, (esbulk_op_t)9, "i", "a", 1, NULL, 0, "{}", 2, NULL, errstr,
                                 sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    /* keys past ESBULK__KEY_MAX (the record's lengths are 32-bit) */
+    {
+        size_t n = ESBULK__KEY_MAX + 1;
+        char *key = malloc(n);
+
+        ck_assert_ptr_nonnull(key);
+        memset(key, 'k', n);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", key, n, NULL, 0, "{}", 2, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+        ck_assert_ptr_nonnull(strstr(errstr, "longer than"));
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, key, n, "{}", 2, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+        /* the longest taken */
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", key, n - 1, NULL, 0, "{}", 2, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_OK);
+        free(key);
+    }
     esbulk_destroy(eb);
     /* max.doc.bytes */
     {
@@ -374,8 +391,9 @@ START_TEST(test_add_errors)
         ck_assert_int_eq(esbulk_pending(eb), 0);
         esbulk_destroy(eb);
     }
-    /* no result was delivered for any refused document */
-    ck_assert_int_eq(results_seen, 0);
+    /* no result was delivered for any refused document: one, for the
+     * longest key's, which was taken */
+    ck_assert_int_eq(results_seen, 1);
 }
 END_TEST
 
@@ -597,18 +615,61 @@ START_TEST(test_handoff_sleep)
     eb.wake_interval_ms = 50;
     ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 2000), 2000); /* nothing came */
     ck_assert_int_eq(eb.io_sleep_until, 2000);
-    d1.added_ms = 990;
+    d1.queued_ms = 990;
     d1.lines_len = 10;
     esbulk__queue_push(&eb.incoming, &d1);
     ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 2000), 1040); /* its interval */
     ck_assert_int_eq(eb.io_sleep_until, 1040);
     ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 1020), 1020); /* sooner anyway */
-    d2.added_ms = 995;
+    d2.queued_ms = 995;
     d2.lines_len = 10;
     esbulk__queue_push(&eb.incoming, &d2);
     ck_assert_int_eq(esbulk__handoff_sleep(&eb, 1000, 2000), 1000); /* wake_docs came */
     ck_assert_int_eq(eb.io_sleep_until, 0); /* awake: adds do not wake it */
     pthread_mutex_destroy(&eb.lock);
+}
+END_TEST
+
+/* What flush and close wait for: each mark counts the documents added
+ * before it, and a serving lowers only the marks it was added before. */
+START_TEST(test_flush_marks)
+{
+    esbulk_t eb;
+    esbulk__doc_t d[4];
+    esbulk__mark_t first, second;
+    int i;
+
+    memset(&eb, 0, sizeof(eb));
+    memset(d, 0, sizeof(d));
+    for (i = 0; i < 2; i++) { /* added: seq 0, 1 */
+        d[i].seq = eb.next_seq++;
+        eb.live++;
+    }
+    esbulk__mark_add(&eb, &first);
+    ck_assert_uint_eq(first.left, 2);
+    for (i = 2; i < 4; i++) { /* seq 2, 3: after the first flush */
+        d[i].seq = eb.next_seq++;
+        eb.live++;
+    }
+    esbulk__mark_add(&eb, &second);
+    ck_assert_uint_eq(second.left, 4);
+    esbulk__live_done(&eb, &d[3]); /* only the second waits for it */
+    ck_assert_uint_eq(first.left, 2);
+    ck_assert_uint_eq(second.left, 3);
+    esbulk__live_done(&eb, &d[0]);
+    esbulk__live_done(&eb, &d[1]);
+    ck_assert_uint_eq(first.left, 0);
+    ck_assert_uint_eq(second.left, 1);
+    esbulk__live_done(&eb, &d[2]); /* the first mark's upto: not below it */
+    ck_assert_uint_eq(first.left, 0);
+    ck_assert_uint_eq(second.left, 0);
+    ck_assert_uint_eq(eb.live, 0);
+    esbulk__mark_remove(&eb, &first); /* that flush returned */
+    ck_assert_ptr_eq(eb.marks, &second);
+    ck_assert_ptr_null(second.next);
+    esbulk__mark_remove(&eb, &second);
+    esbulk__mark_remove(&eb, &second); /* not there: nothing */
+    ck_assert_ptr_null(eb.marks);
 }
 END_TEST
 
@@ -852,6 +913,7 @@ int main(void)
     tcase_add_test(pure, test_body_line);
     tcase_add_test(pure, test_ids);
     tcase_add_test(pure, test_handoff_sleep);
+    tcase_add_test(pure, test_flush_marks);
     tcase_add_test(pure, test_json_string_every_position);
     tcase_add_test(pure, test_plain_ascii_every_byte);
     tcase_add_test(pure, test_action_line_plain_same_bytes);
