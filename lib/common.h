@@ -29,6 +29,9 @@ void esbulk__wipe(void *p, size_t n);
 /* esbulk__wipe() of the string s up to its NUL (s may be NULL). */
 void esbulk__wipe_str(char *s);
 
+/* The processor's cache line (x86-64, arm64): record layout and prefetches. */
+#define ESBULK__CACHE_LINE 64
+
 /* Asks for the cache line at p ahead of a walk that will read it (a hint:
  * nothing where the compiler has no such builtin). */
 #if defined(__GNUC__) || defined(__clang__)

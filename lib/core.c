@@ -107,8 +107,6 @@ struct esbulk__core_s {
     esbulk__core_counts_t counts;
     unsigned rr;
     int64_t next_expire_ms, next_sweep_ms;
-    esbulk__resp_want_t *want; /* answer_http's: what a request's documents were */
-    size_t want_cap;
 };
 
 static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now);
@@ -736,7 +734,6 @@ void esbulk__core_free(esbulk__core_t *c)
     for (i = 0; i < c->nseeds; i++)
         free(c->seeds[i]);
     free(c->seeds);
-    free(c->want);
     esbulk__cluster_release(c->cluster);
     esbulk__map_free(&c->dest_map);
     esbulk__map_free(&c->ix_map);
@@ -1213,10 +1210,14 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
     if (max_docs > dest->q.count)
         max_docs = dest->q.count;
     s = calloc(1, sizeof(*s));
-    if (s == NULL || (s->docs = malloc(sizeof(*s->docs) * max_docs)) == NULL) {
+    /* one allocation for the three arrays (each of 8-byte members) */
+    if (s == NULL || (s->docs = malloc((sizeof(*s->docs) + sizeof(*s->lines) +
+                                        sizeof(*s->want)) * max_docs)) == NULL) {
         free(s);
         return NULL;
     }
+    s->lines = (esbulk__send_lines_t *)(void *)(s->docs + max_docs);
+    s->want = (esbulk__resp_want_t *)(void *)(s->lines + max_docs);
     /* documents up to flush.docs and, past the first, flush.bytes, in one
      * walk (each record is a cache miss by now) */
     for (n = 0; n < max_docs && (d = dest->q.head) != NULL; n++) {
@@ -1227,6 +1228,12 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
         if (dest->q.head != NULL)
             ESBULK__PREFETCH_W(dest->q.head);
         d->attempts++;
+        s->lines[n].p = d->lines;
+        s->lines[n].len = d->lines_len;
+        s->want[n].index = d->index;
+        s->want[n].index_len = d->index_len;
+        s->want[n].id = d->id;
+        s->want[n].id_len = d->id_len;
         s->want_index |= !d->index_concrete;
         s->want_id |= d->id == NULL;
     }
@@ -1360,8 +1367,15 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
         const esbulk__item_t *it = &resp->items[i];
         esbulk__doc_t *d = s->docs[i];
 
-        if (i + 8 < s->ndocs)
-            ESBULK__PREFETCH_W(s->docs[i + 8]);
+        /* a few documents ahead: the record's lines this loop writes (queue
+         * link, outcome, result) */
+        if (i + 8 < s->ndocs) {
+            const char *ahead = (const char *)s->docs[i + 8];
+
+            ESBULK__PREFETCH_W(ahead);
+            ESBULK__PREFETCH_W(ahead + ESBULK__CACHE_LINE);
+            ESBULK__PREFETCH_W(ahead + 2 * ESBULK__CACHE_LINE);
+        }
 
         doc_take_item(d, it);
         if (it->klass == ESBULK__ITEM_OK) {
@@ -1398,27 +1412,8 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
 
     /* what was sent, for the parser to compare the answer with in place
      * (without it, it copies what it reads: the same outcome) */
-    if (a->status >= 200 && a->status <= 299 && s->ndocs > 0) {
-        if (c->want_cap < s->ndocs) {
-            esbulk__resp_want_t *w = realloc(c->want, s->ndocs * sizeof(*w));
-
-            if (w != NULL) {
-                c->want = w;
-                c->want_cap = s->ndocs;
-            }
-        }
-        if (c->want_cap >= s->ndocs) {
-            for (i = 0; i < s->ndocs; i++) {
-                const esbulk__doc_t *d = s->docs[i];
-
-                c->want[i].index = d->index;
-                c->want[i].index_len = d->index_len;
-                c->want[i].id = d->id;
-                c->want[i].id_len = d->id_len;
-            }
-            want = c->want;
-        }
-    }
+    if (a->status >= 200 && a->status <= 299 && s->ndocs > 0)
+        want = s->want;
     if (esbulk__response_parse_want(a->status, a->body ? a->body : "", a->body_len, s->ndocs,
                                     c->cf.retry_cluster_block, want, &resp) != ESBULK_OK) {
         for (i = 0; i < s->ndocs; i++)

@@ -19,6 +19,7 @@
 #include "conf.h"
 #include "doc.h"
 #include "log.h"
+#include "response.h"
 #include "topology.h"
 
 /* Flush decision for one destination (batch.c). */
@@ -73,12 +74,23 @@ typedef struct {
 
 typedef struct esbulk__core_s esbulk__core_t;
 
+/* A document's request lines, as a request sends them. */
+typedef struct {
+    const char *p;
+    size_t len;
+} esbulk__send_lines_t;
+
 /* A request the core wants sent: the documents' lines, concatenated in this
  * order, POSTed to url + the bulk path. Owned by the core; valid until
  * esbulk__core_answer() or esbulk__core_unsend(). */
 typedef struct esbulk__send_s {
     esbulk__doc_t **docs;
     size_t ndocs;
+    /* per document, in compact arrays written while the records are at hand
+     * (read again later, each record would be a cache miss): its lines, for
+     * the driver, and its index and id, which the answer's items name */
+    esbulk__send_lines_t *lines;
+    esbulk__resp_want_t *want;
     size_t bytes;               /* lines_len summed */
     const char *url;            /* the target's base URL */
     int want_index;             /* the answer must name each item's _index: some document

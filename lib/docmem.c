@@ -33,7 +33,7 @@ typedef struct esbulk__block_s {
 } block_t;
 
 /* Records start on a cache line: each touches exactly its own 5 lines. */
-#define SLAB_ALIGN 64
+#define SLAB_ALIGN ESBULK__CACHE_LINE
 typedef struct slab_s {
     struct slab_s *next;
     void *raw;              /* what malloc gave (the slab is aligned within it) */

@@ -159,24 +159,20 @@ static size_t on_read(char *out, size_t size, size_t nitems, void *userdata)
     size_t room = size * nitems, n = 0;
 
     while (room > 0 && x->rd_doc < s->ndocs) {
-        const esbulk__doc_t *d = s->docs[x->rd_doc];
-        size_t k = d->lines_len - x->rd_off;
+        const esbulk__send_lines_t *d = &s->lines[x->rd_doc];
+        size_t k = d->len - x->rd_off;
 
-        /* a few documents ahead: the record, then (once it is in) its lines */
-        if (x->rd_off == 0) {
-            if (x->rd_doc + 8 < s->ndocs)
-                ESBULK__PREFETCH(s->docs[x->rd_doc + 8]);
-            if (x->rd_doc + 4 < s->ndocs)
-                ESBULK__PREFETCH(s->docs[x->rd_doc + 4]->lines);
-        }
+        /* a few documents ahead */
+        if (x->rd_off == 0 && x->rd_doc + 4 < s->ndocs)
+            ESBULK__PREFETCH(s->lines[x->rd_doc + 4].p);
 
         if (k > room)
             k = room;
-        memcpy(out + n, d->lines + x->rd_off, k);
+        memcpy(out + n, d->p + x->rd_off, k);
         n += k;
         room -= k;
         x->rd_off += k;
-        if (x->rd_off == d->lines_len) {
+        if (x->rd_off == d->len) {
             x->rd_doc++;
             x->rd_off = 0;
         }
@@ -193,8 +189,8 @@ static int on_seek(void *userdata, curl_off_t offset, int origin)
 
     if (origin != SEEK_SET || offset < 0)
         return CURL_SEEKFUNC_CANTSEEK;
-    for (x->rd_doc = 0; x->rd_doc < s->ndocs && left >= s->docs[x->rd_doc]->lines_len; x->rd_doc++)
-        left -= s->docs[x->rd_doc]->lines_len;
+    for (x->rd_doc = 0; x->rd_doc < s->ndocs && left >= s->lines[x->rd_doc].len; x->rd_doc++)
+        left -= s->lines[x->rd_doc].len;
     x->rd_off = left;
     return left > 0 && x->rd_doc == s->ndocs ? CURL_SEEKFUNC_FAIL : CURL_SEEKFUNC_OK;
 }
@@ -221,7 +217,7 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
             goto nomem;
         }
         for (i = 0; i < s->ndocs; i++)
-            (void)esbulk__buf_add(&raw, s->docs[i]->lines, s->docs[i]->lines_len);
+            (void)esbulk__buf_add(&raw, s->lines[i].p, s->lines[i].len);
         if (gzip_body(&raw, &x->body, io->gzip_level) == ESBULK_OK) {
             x->body_len = x->body.len;
             if ((x->headers = curl_slist_append(NULL, "Content-Encoding: gzip")) == NULL) {

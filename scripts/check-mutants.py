@@ -82,6 +82,10 @@ MUTANTS = [
      """    if (m == NULL && !other_index && (d->id != NULL || it->id == NULL) &&""",
      """    if (m == NULL && !other_index &&""",
      "the _id the server chose is not kept for a document added without one"),
+    ("request-body-from-first-doc", "lib/io.c",
+     """        memcpy(out + n, d->p + x->rd_off, k);""",
+     """        memcpy(out + n, s->lines[0].p + x->rd_off, k);""",
+     "a request's body repeats its first document's lines"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

@@ -379,8 +379,17 @@ START_TEST(test_batch_limits)
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
         ck_assert_uint_eq(s->ndocs, next + 3 <= 20 ? 3 : 20 - next);
         for (i = 0, bytes = 0; i < s->ndocs; i++) {
-            ck_assert_int_eq(num(s->docs[i]), next++);
-            bytes += s->docs[i]->lines_len;
+            const esbulk__doc_t *d = s->docs[i];
+
+            ck_assert_int_eq(num(d), next++);
+            bytes += d->lines_len;
+            /* the compact arrays say what the records say */
+            ck_assert_ptr_eq(s->lines[i].p, d->lines);
+            ck_assert_uint_eq(s->lines[i].len, d->lines_len);
+            ck_assert_ptr_eq(s->want[i].index, d->index);
+            ck_assert_uint_eq(s->want[i].index_len, d->index_len);
+            ck_assert_ptr_eq(s->want[i].id, d->id);
+            ck_assert_uint_eq(s->want[i].id_len, d->id_len);
         }
         ck_assert_uint_eq(s->bytes, bytes);
         answer_items(s, NULL, now);

@@ -62,11 +62,11 @@ START_TEST(test_record_four_lines)
     esbulk__doc_t *d[600];
     size_t i;
 
-    ck_assert_uint_eq(sizeof(esbulk__doc_t), 256);
+    ck_assert_uint_eq(sizeof(esbulk__doc_t), 4 * ESBULK__CACHE_LINE);
     ck_assert_ptr_nonnull(dm);
     for (i = 0; i < 600; i++) { /* more than two slabs */
         ck_assert_int_eq(esbulk__docmem_take(dm, (unsigned)i, 0, &d[i], NULL), ESBULK_OK);
-        ck_assert_uint_eq((uintptr_t)d[i] % 64, 0);
+        ck_assert_uint_eq((uintptr_t)d[i] % ESBULK__CACHE_LINE, 0);
     }
     for (i = 0; i < 600; i++)
         esbulk__doc_free(d[i]);

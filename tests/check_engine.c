@@ -598,6 +598,225 @@ START_TEST(test_flush_timed_out_still_sends)
 }
 END_TEST
 
+/* A loopback server that keeps every _bulk request body it gets and answers
+ * each item created (its _id read from the action line); anything else gets
+ * a 404. */
+typedef struct {
+    int fd;
+    pthread_mutex_t lock;   /* guards the two below */
+    esbulk__buf_t bodies;   /* every _bulk body, concatenated (the requests come
+                               one at a time: max.inflight.per.node=1) */
+    int requests;
+} recorder_t;
+
+static int read_full(int fd, char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = read(fd, p, n);
+
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* One request on c: 0, or -1 when the connection ends. */
+static int recorder_one(recorder_t *r, int c)
+{
+    char head[8192], *end, *cl, *body = NULL, *line;
+    size_t len = 0, n = 0, blen;
+    esbulk__buf_t ans;
+    int bulk;
+
+    while ((end = len ? strstr(head, "\r\n\r\n") : NULL) == NULL) {
+        ssize_t k;
+
+        if (len + 1 >= sizeof(head) || (k = read(c, head + len, 1)) <= 0)
+            return -1;
+        len += (size_t)k;
+        head[len] = '\0';
+    }
+    cl = strcasestr(head, "content-length:");
+    blen = cl ? strtoul(cl + 15, NULL, 10) : 0;
+    bulk = strstr(head, " /_bulk") != NULL;
+    if (blen > 0) {
+        body = malloc(blen + 1);
+        ck_assert_ptr_nonnull(body);
+        if (read_full(c, body, blen) != 0) {
+            free(body);
+            return -1;
+        }
+        body[blen] = '\0';
+    }
+    esbulk__buf_init(&ans, (size_t)-1);
+    if (bulk) {
+        pthread_mutex_lock(&r->lock);
+        r->requests++;
+        ck_assert_int_eq(esbulk__buf_add(&r->bodies, body, blen), ESBULK_OK);
+        pthread_mutex_unlock(&r->lock);
+        ck_assert_int_eq(esbulk__buf_adds(&ans, "{\"errors\":false,\"items\":["), ESBULK_OK);
+        /* action lines are the odd ones: one item each */
+        for (line = body; line != NULL && line < body + blen; n++) {
+            char *nl = strchr(line, '\n'), *id = strstr(line, "\"_id\":\"");
+
+            ck_assert_ptr_nonnull(nl);
+            if (n % 2 == 0) {
+                char item[256];
+
+                ck_assert_ptr_nonnull(id);
+                snprintf(item, sizeof(item),
+                         "%s{\"index\":{\"_index\":\"idx\",\"_id\":\"%.*s\",\"_version\":1,"
+                         "\"result\":\"created\",\"_seq_no\":%zu,\"_primary_term\":1,"
+                         "\"status\":201}}", n > 0 ? "," : "",
+                         (int)strcspn(id + 7, "\""), id + 7, n / 2);
+                ck_assert_int_eq(esbulk__buf_adds(&ans, item), ESBULK_OK);
+            }
+            line = nl + 1;
+        }
+        ck_assert_int_eq(esbulk__buf_adds(&ans, "]}"), ESBULK_OK);
+    } else {
+        ck_assert_int_eq(esbulk__buf_adds(&ans, "{}"), ESBULK_OK);
+    }
+    free(body);
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+             bulk ? "200 OK" : "404 Not Found", ans.len);
+    if (write(c, head, strlen(head)) < 0 || write(c, ans.data, ans.len) < 0) {
+        esbulk__buf_free(&ans);
+        return -1;
+    }
+    esbulk__buf_free(&ans);
+    return 0;
+}
+
+typedef struct {
+    recorder_t *r;
+    int c;
+} conn_t;
+
+static void *recorder_conn(void *arg)
+{
+    conn_t *k = arg;
+
+    while (recorder_one(k->r, k->c) == 0)
+        ;
+    close(k->c);
+    return NULL;
+}
+
+/* Accepts until the listener is shut down, a thread per connection (the
+ * topology reads and the requests come on connections of their own). */
+static void *recorder_run(void *arg)
+{
+    recorder_t *r = arg;
+    pthread_t th[16];
+    conn_t conn[16];
+    int n = 0, i;
+
+    while (n < 16) {
+        int c = accept(r->fd, NULL, NULL);
+
+        if (c < 0)
+            break;
+        conn[n].r = r;
+        conn[n].c = c;
+        ck_assert_int_eq(pthread_create(&th[n], NULL, recorder_conn, &conn[n]), 0);
+        n++;
+    }
+    for (i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    return NULL;
+}
+
+/* The request bodies are the documents' lines, whole and in order: 300
+ * documents over several requests, bodies from 2 bytes to past the upload
+ * buffer (curl reads a request in pieces, and a piece ends inside a
+ * document), one past a quarter block (lines of its own, not in a block). */
+START_TEST(test_request_bodies_are_the_lines)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    recorder_t rec;
+    pthread_t th;
+    char url[64], errstr[256], *big;
+    size_t big_len = 700 * 1024, off = 0;
+    const char *p;
+    esbulk_t *eb;
+    int n;
+
+    memset(&rec, 0, sizeof(rec));
+    pthread_mutex_init(&rec.lock, NULL);
+    esbulk__buf_init(&rec.bodies, (size_t)-1);
+    rec.fd = silent_listener(url, sizeof(url));
+    ck_assert_int_eq(pthread_create(&th, NULL, recorder_run, &rec), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "64", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "max.inflight.per.node", "1", NULL, 0), 0);
+    eb = counted_handle(conf);
+    big = malloc(big_len + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'x', big_len);
+    memcpy(big, "{\"b\":\"", 6);
+    memcpy(big + big_len - 2, "\"}", 2);
+    big[big_len] = '\0';
+    for (n = 0; n < 300; n++) {
+        char id[16], body[64];
+        const char *b = body;
+        size_t blen;
+
+        snprintf(id, sizeof(id), "id%d", n);
+        if (n % 50 == 49) {
+            b = big;
+            blen = big_len;
+        } else {
+            blen = (size_t)snprintf(body, sizeof(body), n % 3 ? "{\"n\":%d}" : "{}", n);
+        }
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "idx", id, strlen(id), NULL, 0, b,
+                                    blen, NULL, errstr, sizeof(errstr)), ESBULK_OK);
+    }
+    ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 300);
+    ck_assert_int_eq(failed_seen + possibly_seen, 0);
+    esbulk_destroy(eb); /* its connections close: their threads end */
+    shutdown(rec.fd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(rec.fd);
+    pthread_mutex_destroy(&rec.lock);
+    ck_assert_int_ge(rec.requests, 5);
+    /* the lines, document by document */
+    p = rec.bodies.data;
+    for (n = 0; n < 300; n++) {
+        char want[64];
+        const char *nl;
+
+        snprintf(want, sizeof(want), "\"_id\":\"id%d\"", n);
+        nl = memchr(p + off, '\n', rec.bodies.len - off);
+        ck_assert_ptr_nonnull(nl);
+        ck_assert_msg(memmem(p + off, (size_t)(nl - (p + off)), want, strlen(want)) != NULL,
+                      "document %d: action line %.*s", n, (int)(nl - (p + off)), p + off);
+        off = (size_t)(nl - p) + 1;
+        nl = memchr(p + off, '\n', rec.bodies.len - off);
+        ck_assert_ptr_nonnull(nl);
+        if (n % 50 == 49) {
+            ck_assert_uint_eq((size_t)(nl - (p + off)), big_len);
+            ck_assert_int_eq(memcmp(p + off, big, big_len), 0);
+        } else {
+            char body[64];
+            size_t blen = (size_t)snprintf(body, sizeof(body), n % 3 ? "{\"n\":%d}" : "{}", n);
+
+            ck_assert_uint_eq((size_t)(nl - (p + off)), blen);
+            ck_assert_int_eq(memcmp(p + off, body, blen), 0);
+        }
+        off = (size_t)(nl - p) + 1;
+    }
+    ck_assert_uint_eq(off, rec.bodies.len);
+    free(big);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
 /* Documents that came in after the I/O thread took incoming, without a
  * wake-up (it was awake): it sleeps no longer than the oldest one's
  * interval, and not at all once enough have come. */
@@ -924,6 +1143,7 @@ int main(void)
     tcase_add_test(handle, test_full_buffer_sends_now);
     tcase_add_test(handle, test_interval_wakes_sleeping_io);
     tcase_add_test(handle, test_flush_timed_out_still_sends);
+    tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);
