@@ -87,7 +87,7 @@ struct esbulk_s {
 
     /* pull API (esbulk.c) */
     esbulk__queue_t pull_ready;     /* a handle without result callbacks: outcome known and
-                                     * off the live list (a serving call moved them), not
+                                     * counted as served (a serving call moved them), not
                                      * pulled yet; under lock */
     esbulk__queue_t pull_held;      /* the batch esbulk_poll_results() handed out, until
                                      * esbulk_results_release(); still counted in

@@ -772,8 +772,8 @@ static int pull_mode(const esbulk_t *eb)
     return eb->conf->result_cb == NULL && eb->conf->results_cb == NULL;
 }
 
-/* A pull handle's serving: the results queued now become pullable and leave
- * the live list (their outcome is known: a flush or close need not wait for
+/* A pull handle's serving: the results queued now become pullable and count
+ * as served (their outcome is known: a flush or close need not wait for
  * them); they keep counting against buffer.max.docs until released. */
 static void pull_absorb(esbulk_t *eb)
 {
