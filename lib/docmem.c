@@ -232,9 +232,9 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
             /* no document holds it (only adds take a share, under this
              * lock): start over at its beginning, on pages already resident
              * and in cache, rather than touch new ones */
-            if (atomic_load(&b->refs) == 1)
-                atomic_store(&b->used, 0);
-            off = atomic_load(&b->used);
+            if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1)
+                atomic_store_explicit(&b->used, 0, memory_order_relaxed);
+            off = atomic_load_explicit(&b->used, memory_order_relaxed);
             if (off + need > BLOCK_BYTES) {
                 retired = b; /* the documents in it keep it until their answers */
                 b = NULL;
@@ -250,8 +250,10 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     if ((d = record_take(dm, slot)) == NULL)
         goto nomem_retired; /* nothing handed out: b stays as it was, or new and empty */
     if (b != NULL) {
-        atomic_store(&b->used, off + need);
-        atomic_fetch_add(&b->refs, 1);
+        /* under the lock, which orders the takes: plain atomicity is enough
+         * (a seq_cst store is a full fence on x86, on every add) */
+        atomic_store_explicit(&b->used, off + need, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
