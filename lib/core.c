@@ -126,14 +126,8 @@ static uint32_t rnd32(esbulk__core_t *c)
 static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcome,
                     esbulk_err_t err, int32_t status, const char *type, const char *reason)
 {
-    if (type == NULL && reason == NULL && d->more == NULL) {
-        /* a success (mostly): nothing to copy, nothing to free */
-        d->outcome = (unsigned char)outcome;
-        d->err = (signed char)err;
-        d->status = status;
-    } else {
-        esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
-    }
+    /* a success with nothing more to say copies and frees nothing there */
+    esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
     esbulk__queue_push(&c->done, d);
     c->held--;
 }

@@ -91,8 +91,9 @@ void esbulk__queue_prepend(esbulk__queue_t *dst, esbulk__queue_t *src);
 /* Moves all of src to the back of dst. */
 void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src);
 
-/* Sets the outcome fields of d (copies type and reason; an allocation that
- * fails leaves them NULL: the outcome and err remain). */
+/* Sets the outcome fields of d (copies type and reason into d->more; an
+ * allocation that fails leaves them NULL: the outcome and err remain). With
+ * neither, and no d->more, it only sets the three fields. */
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                              int32_t status, const char *error_type, const char *reason);
 /* Frees d and all it holds (docmem.c: a record from a slab goes back). */
