@@ -55,6 +55,7 @@ typedef struct {
     target_t *target;
     body_t *body;
     esbulk__buf_t resp;
+    size_t sent;          /* bytes of body given to curl (--upload callback) */
     char errbuf[CURL_ERROR_SIZE];
 } slot_t;
 
@@ -65,16 +66,24 @@ typedef struct {
     int transport_errors;
 } run_t;
 
+/* The answer's shape: errors only (the default), or, with --answer full,
+ * also every item's fields that libesbulk asks for (its filter_path without
+ * the item's _index and _id), to see what the answer costs the server */
+static const char *bulk_path = "/_bulk?filter_path=errors,items.*.error";
+static const char full_path[] =
+    "/_bulk?filter_path=errors,items.*.status,items.*.result,items.*._seq_no,"
+    "items.*._primary_term,items.*._version,items.*.error";
+
 static int target_add(run_t *run, const char *base)
 {
     target_t *t = &run->targets[run->ntargets];
-    static const char path[] = "/_bulk?filter_path=errors,items.*.error";
+    const char *path = bulk_path;
 
     if (run->ntargets == MAX_TARGETS)
         return -1;
     memset(t, 0, sizeof(*t));
     t->base = esbulk__strdup(base);
-    t->url = malloc(strlen(base) + sizeof(path));
+    t->url = malloc(strlen(base) + strlen(path) + 1);
     if (t->base == NULL || t->url == NULL) {
         free(t->base);
         free(t->url);
@@ -211,6 +220,26 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
     return size * nmemb;
 }
 
+/* --upload callback: curl asks for the body through a read callback into
+ * its own 512 KiB buffer, as libesbulk's requests do, instead of sending it
+ * from the caller's memory */
+static int upload_callback;
+/* --gap-us N: the loop sleeps N µs after each answer before it sends the
+ * next body (as a client busy with the answer would) */
+static long gap_us;
+
+static size_t on_read(char *out, size_t size, size_t nmemb, void *userdata)
+{
+    slot_t *s = userdata;
+    size_t n = s->body->len - s->sent;
+
+    if (n > size * nmemb)
+        n = size * nmemb;
+    memcpy(out, s->body->data + s->sent, n);
+    s->sent += n;
+    return n;
+}
+
 /* Starts the target's next body on s. 1 started, 0 nothing left, -1 error. */
 static int slot_start(CURLM *multi, slot_t *s, run_t *run)
 {
@@ -221,7 +250,14 @@ static int slot_start(CURLM *multi, slot_t *s, run_t *run)
     s->body = &t->bodies[t->next++];
     esbulk__buf_reset(&s->resp);
     s->errbuf[0] = '\0';
-    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body->data);
+    if (upload_callback) {
+        s->sent = 0;
+        curl_easy_setopt(s->easy, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(s->easy, CURLOPT_READDATA, s);
+        curl_easy_setopt(s->easy, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
+    } else {
+        curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body->data);
+    }
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body->len);
     if (curl_multi_add_handle(multi, s->easy) != CURLM_OK)
         return -1;
@@ -233,7 +269,7 @@ static int slot_start(CURLM *multi, slot_t *s, run_t *run)
 /* Checks one answer; counts the documents it did not index. */
 static void slot_done(slot_t *s, CURLcode rc, run_t *run)
 {
-    static const char ok[] = "{\"errors\":false}";
+    static const char ok[] = "{\"errors\":false";
     long status = 0;
     json_t *root, *items;
     size_t failed;
@@ -247,7 +283,9 @@ static void slot_done(slot_t *s, CURLcode rc, run_t *run)
         return;
     }
     curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (status == 200 && s->resp.len == sizeof(ok) - 1 && memcmp(s->resp.data, ok, s->resp.len) == 0)
+    /* {"errors":false} or {"errors":false,"items":[...]} */
+    if (status == 200 && s->resp.len >= sizeof(ok) && memcmp(s->resp.data, ok, sizeof(ok) - 1) == 0 &&
+        (s->resp.data[sizeof(ok) - 1] == '}' || s->resp.data[sizeof(ok) - 1] == ','))
         return;
     root = s->resp.len > 0 ? json_loadb(s->resp.data, s->resp.len, 0, NULL) : NULL;
     items = json_object_get(root, "items");
@@ -321,6 +359,10 @@ static double send_all(run_t *run, int inflight)
             curl_multi_remove_handle(multi, s->easy);
             active--;
             slot_done(s, msg->data.result, run);
+            if (gap_us > 0) {
+                struct timespec ts = {gap_us / 1000000, (gap_us % 1000000) * 1000};
+                nanosleep(&ts, NULL);
+            }
             if ((r = slot_start(multi, s, run)) < 0)
                 goto out;
             active += r;
@@ -348,6 +390,7 @@ out:
 
 static const char usage[] =
     "usage: limit --url URL --index NAME --file DATA [--ids] --flush-docs N --inflight K\n"
+    "             [--answer errors|full] [--upload buffer|callback]\n"
     "Pre-builds every bulk body (per primary node with --ids, round-robin without),\n"
     "then times only sending them with at most K requests in flight per node.\n"
     "NAME must exist. Prints {\"docs\",\"seconds\",\"indexed\",\"failed\",\"requests\",\n"
@@ -359,6 +402,8 @@ int main(int argc, char **argv)
         {"url", required_argument, NULL, 'u'},       {"index", required_argument, NULL, 'i'},
         {"file", required_argument, NULL, 'f'},      {"ids", no_argument, NULL, 'd'},
         {"flush-docs", required_argument, NULL, 'n'}, {"inflight", required_argument, NULL, 'k'},
+        {"answer", required_argument, NULL, 'a'},    {"upload", required_argument, NULL, 'p'},
+        {"gap-us", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     const char *url = NULL, *index = NULL, *file = NULL, *fd_arg = NULL, *k_arg = NULL;
     int64_t flush_docs = 0, inflight = 0;
@@ -380,6 +425,23 @@ int main(int argc, char **argv)
         case 'd': ids = 1; break;
         case 'n': fd_arg = optarg; break;
         case 'k': k_arg = optarg; break;
+        case 'a':
+            if (strcmp(optarg, "full") == 0) {
+                bulk_path = full_path;
+            } else if (strcmp(optarg, "errors") != 0) {
+                fputs(usage, stderr);
+                return 2;
+            }
+            break;
+        case 'p':
+            if (strcmp(optarg, "callback") == 0) {
+                upload_callback = 1;
+            } else if (strcmp(optarg, "buffer") != 0) {
+                fputs(usage, stderr);
+                return 2;
+            }
+            break;
+        case 'g': gap_us = atol(optarg); break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }

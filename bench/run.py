@@ -72,6 +72,9 @@ Contenders (a missing program is listed as missing, the rest still run)
   os-go            opensearch-go opensearchutil.BulkIndexer (bench/peers/os_go)
   limit            bench/limit: the input pre-built in memory as pre-routed
                    per-node bulk bodies, only sent: the most a client can get
+  limit-full       the limit asking for the answer libesbulk asks for (every
+                   item's status, result, _seq_no, _primary_term, _version):
+                   what the answer's shape costs the server
 Same batch for all: --batch documents per request (default 5000, libesbulk's
 flush.docs; os-go's FlushBytes is computed from the average item size so
 that its requests carry that many on average). Same concurrency for all: --inflight requests per node
@@ -166,6 +169,7 @@ CONTENDERS = [
     "esbulk-node", "esbulk-node-fo", "esbulk-shard", "esbulk-off", "esbulk-off-fo", "esbulk-node-none",
     "esbulk-py-bulk", "esbulk-py-bulk-bytes", "esbulk-py-streaming", "esbulk-py-indexer",
     "esbulk-py-indexer-bytes", "esbulk-go", "os-py-parallel", "os-py-streaming", "os-go", "limit",
+    "limit-full",
 ]
 # the language packages' contenders (bench/peers/esbulk_py.py, esbulk_go)
 PY_MODES = {"esbulk-py-bulk": "bulk", "esbulk-py-bulk-bytes": "bulk-bytes",
@@ -457,11 +461,12 @@ def contender_cmd(env, name, index, path, ids, sets=()):
         for kv in s:
             cmd += ["--set", kv]
         return cmd
-    if name == "limit":
+    if name in ("limit", "limit-full"):
         if not env.have("limit"):
             return None
         return [env.bin["limit"], "--url", SEED_URL, "--index", index, "--file", path] + ida + [
-            "--flush-docs", str(a.batch), "--inflight", str(a.inflight)]
+            "--flush-docs", str(a.batch), "--inflight", str(a.inflight)] + (
+                ["--answer", "full"] if name == "limit-full" else [])
     if name.startswith("os-py-"):
         if not env.have_py:
             return None
@@ -1308,7 +1313,8 @@ def main(argv):
                           "esbulk-py": "the build's .libs/libesbulk.so (make)",
                           "esbulk-go": "bench/esbulk_go (bench/setup.sh)"}[
                               "esbulk-py" if c in PY_MODES else c if c == "esbulk-go" else
-                              "esbulk" if c.startswith("esbulk") else "os-py" if c.startswith("os-py") else c]
+                              "esbulk" if c.startswith("esbulk") else "os-py" if c.startswith("os-py") else
+                              "limit" if c.startswith("limit") else c]
             continue
         items.append((c, shape, ids))
     for c, why in missing.items():
@@ -1389,7 +1395,7 @@ def exit_status(a, runs):
     for r in bad:
         log("bench: problem: " + describe(r) + ("\n  " + r["stderr_tail"].strip()[-400:].replace("\n", "\n  ")
                                                if r.get("stderr_tail") else ""))
-    ours = [r for r in bad if (r["contender"].startswith("esbulk-") or r["contender"] == "limit")
+    ours = [r for r in bad if (r["contender"].startswith("esbulk-") or r["contender"].startswith("limit"))
             and not reported_loss(r)]
     for r in bad:
         if reported_loss(r):
