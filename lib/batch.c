@@ -4,6 +4,7 @@
 #include "doc.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void esbulk__queue_push(esbulk__queue_t *q, esbulk__doc_t *d)
 {
@@ -40,6 +41,34 @@ esbulk__doc_t *esbulk__queue_pop(esbulk__queue_t *q)
     q->bytes -= d->lines_len;
     d->next = NULL;
     return d;
+}
+
+void esbulk__queue_push_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahead, esbulk__doc_t *d)
+{
+    esbulk__doc_t **r = &ahead->doc[ahead->pushes++ % ESBULK__AHEAD];
+
+    d->ahead = NULL;
+    if (*r != NULL)
+        (*r)->ahead = d;
+    *r = d;
+    esbulk__queue_push(q, d);
+}
+
+esbulk__doc_t *esbulk__queue_pop_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahead)
+{
+    int i;
+
+    if (q->count <= ESBULK__AHEAD && q->head != NULL)
+        for (i = 0; i < ESBULK__AHEAD; i++)
+            if (ahead->doc[i] == q->head)
+                ahead->doc[i] = NULL;
+    return esbulk__queue_pop(q);
+}
+
+void esbulk__queue_take_ahead(esbulk__queue_t *dst, esbulk__queue_t *src, esbulk__ahead_t *ahead)
+{
+    esbulk__queue_append(dst, src);
+    memset(ahead, 0, sizeof(*ahead));
 }
 
 void esbulk__queue_prepend(esbulk__queue_t *dst, esbulk__queue_t *src)

@@ -42,6 +42,8 @@ typedef struct core_dest_s {
     ix_t *ix;           /* DEST_SHARD and per_id's unrouted one: the index (holds a use) */
     int32_t shard;      /* DEST_SHARD */
     esbulk__queue_t q;
+    esbulk__ahead_t ahead; /* q's ahead links: send_batch prefetches by them (it
+                              may hold up to buffer.max.docs, out of every cache) */
     esbulk__queue_t retry_q; /* ordering=per_id: retries waiting to go first */
     int inflight;
     size_t batch_cap;   /* after a 413: at most this many documents */
@@ -445,9 +447,15 @@ static void dest_push_since(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc,
     if (dest->q.count == 0 || since < dest->oldest_ms)
         dest->oldest_ms = since;
     if (front)
-        esbulk__queue_push_front(&dest->q, doc);
+        esbulk__queue_push_front(&dest->q, doc); /* not in dest->ahead: no link */
     else
-        esbulk__queue_push(&dest->q, doc);
+        esbulk__queue_push_ahead(&dest->q, &dest->ahead, doc);
+}
+
+/* The head of dest's queue, taken out (NULL: empty). */
+static esbulk__doc_t *dest_pop(dest_t *dest)
+{
+    return esbulk__queue_pop_ahead(&dest->q, &dest->ahead);
 }
 
 static void dest_push(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int front, int64_t now)
@@ -1090,16 +1098,16 @@ static void expire_unordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now)
 static void expire_all(esbulk__core_t *c, int64_t now)
 {
     dest_t *dest;
+    esbulk__doc_t *d;
 
     for (dest = c->active; dest != NULL; dest = dest->anext) {
-        expire_ordered(c, &dest->q, now);
+        while ((d = dest->q.head) != NULL && d->deadline_ms > 0 && now >= d->deadline_ms)
+            expire_one(c, dest_pop(dest));
         expire_unordered(c, &dest->retry_q, now);
         if (dest->q.head != NULL)
             dest->oldest_ms = dest->q.head->queued_ms;
     }
     if (c->retry.head != NULL) {
-        esbulk__doc_t *d;
-
         expire_unordered(c, &c->retry, now);
         c->retry_min_ms = INT64_MAX;
         for (d = c->retry.head; d != NULL; d = d->next)
@@ -1218,9 +1226,12 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
         if (n > 0 && bytes + d->lines_len > c->cf.flush.flush_bytes)
             break;
         bytes += d->lines_len;
-        s->docs[n] = esbulk__queue_pop(&dest->q);
-        if (dest->q.head != NULL)
-            ESBULK__PREFETCH_W(dest->q.head);
+        s->docs[n] = dest_pop(dest);
+        if (d->ahead != NULL) {
+            /* the two lines this loop reads, ESBULK__AHEAD records on */
+            ESBULK__PREFETCH_W(d->ahead);
+            ESBULK__PREFETCH_W((const char *)d->ahead + ESBULK__CACHE_LINE);
+        }
         d->attempts++;
         s->lines[n].p = d->lines;
         s->lines[n].len = d->lines_len;
@@ -1533,6 +1544,7 @@ void esbulk__core_abort(esbulk__core_t *c)
     }
     while ((dest = c->active) != NULL) {
         fail_queue(c, &dest->retry_q);
+        memset(&dest->ahead, 0, sizeof(dest->ahead));
         fail_queue(c, &dest->q);
         dest_deactivate(c, dest);
     }

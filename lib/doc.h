@@ -9,8 +9,9 @@
 
 /* The public result handed to callbacks is this same object. */
 typedef struct esbulk_result_s esbulk__doc_t;
-/* index, id and routing of most documents fit in the record */
-#define ESBULK__DOC_STRS 56
+/* index, id and routing of most documents fit in the record (a 26-byte
+ * index and a 20-byte id) */
+#define ESBULK__DOC_STRS 48
 /* the longest index name, _id or routing taken (the server takes 255, 512
  * and any: this only keeps the record's 32-bit lengths safe) */
 #define ESBULK__KEY_MAX ((size_t)1 << 20)
@@ -29,9 +30,11 @@ typedef struct {
  * is most of what a document costs beyond its bytes. Lengths are 32-bit:
  * doc_build refuses a document whose record and lines would not fit. */
 struct esbulk_result_s {
-    /* queues, order, keys: written by the add, read by every thread */
+    /* queues, keys: written by the add, read by every thread */
     esbulk__doc_t *next;            /* in whichever queue holds it */
-    uint64_t seq;                   /* add order */
+    esbulk__doc_t *ahead;           /* in the incoming queue, then in a destination's: the
+                                       document queued ESBULK__AHEAD after it, or NULL;
+                                       only ever prefetched (stale once it left the queue) */
     char *index;                    /* as added */
     char *id;                       /* as added or generated; NULL: server assigns */
     char *routing;                  /* NULL: none */
@@ -69,6 +72,7 @@ struct esbulk_result_s {
     esbulk__doc_more_t *more;       /* NULL: nothing more to say */
     const char *r_result;           /* a static string, or more->result_own */
     int64_t seq_no, primary_term, version;
+    uint64_t seq;                   /* add order (the adding and serving threads') */
     char strs[ESBULK__DOC_STRS];
 };
 
@@ -76,6 +80,18 @@ struct esbulk_result_s {
 esbulk__doc_more_t *esbulk__doc_more(esbulk__doc_t *d);
 /* A field of d's more, NULL if it has none. */
 #define ESBULK__DOC_MORE(d, field) ((d)->more != NULL ? (d)->more->field : NULL)
+
+/* How far down a queue its walker prefetches records, by the ahead links:
+ * a deep queue's records are out of every cache, and a walk that waits on
+ * each record's miss in turn is latency bound. */
+#define ESBULK__AHEAD 8
+
+/* The last ESBULK__AHEAD documents pushed at a queue's tail, each still in
+ * it: a push links the one ESBULK__AHEAD back to the new one. */
+typedef struct {
+    esbulk__doc_t *doc[ESBULK__AHEAD];
+    unsigned pushes;
+} esbulk__ahead_t;
 
 typedef struct {
     esbulk__doc_t *head, *tail;
@@ -90,6 +106,13 @@ esbulk__doc_t *esbulk__queue_pop(esbulk__queue_t *q);
 void esbulk__queue_prepend(esbulk__queue_t *dst, esbulk__queue_t *src);
 /* Moves all of src to the back of dst. */
 void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src);
+/* Pushes d at q's tail and links it into ahead. */
+void esbulk__queue_push_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahead, esbulk__doc_t *d);
+/* Pops q's head, which ahead forgets. A document in ahead has fewer than
+ * ESBULK__AHEAD behind it, so only a short queue can give one up. */
+esbulk__doc_t *esbulk__queue_pop_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahead);
+/* Moves all of src, linked by ahead, to the back of dst: ahead forgets them. */
+void esbulk__queue_take_ahead(esbulk__queue_t *dst, esbulk__queue_t *src, esbulk__ahead_t *ahead);
 
 /* Sets the outcome fields of d (copies type and reason into d->more; an
  * allocation that fails leaves them NULL: the outcome and err remain). With

@@ -45,6 +45,7 @@ struct esbulk_s {
     pthread_cond_t cond_space;      /* buffer space freed */
     pthread_cond_t cond_results;    /* results queued, or flush progress */
     esbulk__queue_t incoming;       /* added, not yet routed by the I/O thread */
+    esbulk__ahead_t incoming_ahead; /* its ahead links, for the I/O thread's walk */
     esbulk__queue_t results;        /* outcome known, not yet served */
     size_t live;                    /* documents added, not yet served */
     esbulk__mark_t *marks;          /* what flush and close calls wait for, and force_mark */

@@ -611,7 +611,7 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
         eb->buffered_bytes += d->body_bytes;
         eb->buffered_docs++;
         eb->stats.added++;
-        esbulk__queue_push(&eb->incoming, d);
+        esbulk__queue_push_ahead(&eb->incoming, &eb->incoming_ahead, d);
         (*done)++;
     }
     /* wake the I/O thread only when it would look too late by itself: it

@@ -42,7 +42,7 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
                           esbulk__handoff_flags_t *flags)
 {
     pthread_mutex_lock(&eb->lock);
-    esbulk__queue_append(incoming, &eb->incoming);
+    esbulk__queue_take_ahead(incoming, &eb->incoming, &eb->incoming_ahead);
     eb->io_sleep_until = 0; /* awake: it looks at incoming again before it sleeps */
     /* an add found no space and none was freed since: send everything */
     flags->force = eb->flushers > 0 || eb->closing || eb->buffer_full ||

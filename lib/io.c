@@ -494,8 +494,14 @@ static void *io_main(void *arg)
         esbulk__handoff_take(eb, &incoming, &fl);
         now = esbulk__now_ms();
         topology_answers(eb, io, now);
-        while ((d = esbulk__queue_pop(&incoming)) != NULL)
+        while ((d = esbulk__queue_pop(&incoming)) != NULL) {
+            if (d->ahead != NULL) {
+                /* the two lines routing reads, written on the adding thread */
+                ESBULK__PREFETCH_W(d->ahead);
+                ESBULK__PREFETCH_W((const char *)d->ahead + ESBULK__CACHE_LINE);
+            }
             esbulk__core_add(io->core, d, now);
+        }
         publish_layouts(eb, io);
         if (fl.abort_all) {
             /* stop the topology thread first: nothing waits on a read */

@@ -86,6 +86,15 @@ MUTANTS = [
      """        memcpy(out + n, d->p + x->rd_off, k);""",
      """        memcpy(out + n, s->lines[0].p + x->rd_off, k);""",
      "a request's body repeats its first document's lines"),
+    ("ahead-link-from-popped", "lib/batch.c",
+     """                ahead->doc[i] = NULL;""",
+     """                (void)0;""",
+     "a document that left its queue stays in the ahead ring: a later push writes its record"),
+    ("ahead-kept-after-take", "lib/batch.c",
+     """    esbulk__queue_append(dst, src);
+    memset(ahead, 0, sizeof(*ahead));""",
+     """    esbulk__queue_append(dst, src);""",
+     "the adding thread keeps linking from documents the I/O thread took"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

@@ -356,6 +356,65 @@ END_TEST
 /* A request holds at most flush.docs documents and, past its first,
  * at most flush.bytes of lines; documents keep their order across
  * requests, and a first document larger than flush.bytes goes alone. */
+/* The ahead links (doc.h): each document pushed links the one pushed
+ * ESBULK__AHEAD before it, and a document that left the queue is never
+ * written again (its record may be another thread's by then). */
+START_TEST(test_ahead_links)
+{
+    enum { N = 3 * ESBULK__AHEAD };
+    esbulk__doc_t *d[N], *sentinel = (esbulk__doc_t *)&sentinel;
+    esbulk__queue_t q = {0};
+    esbulk__ahead_t a;
+    int i, popped = 0;
+
+    memset(&a, 0, sizeof(a));
+    for (i = 0; i < N; i++)
+        d[i] = doc_new(ESBULK_OP_INDEX, "logs", "x", i, 0);
+    for (i = 0; i < 2 * ESBULK__AHEAD; i++)
+        esbulk__queue_push_ahead(&q, &a, d[i]);
+    for (i = 0; i < 2 * ESBULK__AHEAD; i++)
+        ck_assert_ptr_eq(d[i]->ahead, i < ESBULK__AHEAD ? d[i + ESBULK__AHEAD] : NULL);
+    /* empty the queue down to one document; those that left are marked */
+    while (q.count > 1) {
+        esbulk__doc_t *x = esbulk__queue_pop_ahead(&q, &a);
+
+        ck_assert_ptr_eq(x, d[popped++]);
+        x->ahead = sentinel;
+    }
+    /* new pushes link only from what is still queued */
+    for (i = 2 * ESBULK__AHEAD; i < N; i++)
+        esbulk__queue_push_ahead(&q, &a, d[i]);
+    for (i = 0; i < popped; i++)
+        ck_assert_ptr_eq(d[i]->ahead, sentinel);
+    ck_assert_ptr_eq(d[popped]->ahead, d[popped + ESBULK__AHEAD]);
+    while (q.count > 0)
+        ck_assert_ptr_eq(esbulk__queue_pop_ahead(&q, &a), d[popped++]);
+    ck_assert_int_eq(popped, N);
+    for (i = 0; i < ESBULK__AHEAD; i++)
+        ck_assert_ptr_null(a.doc[i]);
+
+    /* a queue taken whole (the hand-off to the I/O thread): the pushes
+     * after it do not link from the documents taken */
+    {
+        esbulk__queue_t taken = {0};
+
+        for (i = 0; i < ESBULK__AHEAD; i++)
+            esbulk__queue_push_ahead(&q, &a, d[i]);
+        esbulk__queue_take_ahead(&taken, &q, &a);
+        ck_assert_uint_eq(taken.count, ESBULK__AHEAD);
+        ck_assert_ptr_null(q.head);
+        for (i = 0; i < ESBULK__AHEAD; i++)
+            d[i]->ahead = sentinel;
+        for (i = ESBULK__AHEAD; i < 2 * ESBULK__AHEAD; i++)
+            esbulk__queue_push_ahead(&q, &a, d[i]);
+        for (i = 0; i < ESBULK__AHEAD; i++)
+            ck_assert_ptr_eq(d[i]->ahead, sentinel);
+    }
+    for (i = 0; i < N; i++)
+        esbulk__doc_free(d[i]);
+}
+END_TEST
+
 START_TEST(test_batch_limits)
 {
     esbulk__core_conf_t cf = base_conf();
@@ -1503,6 +1562,7 @@ int main(void)
     SRunner *sr;
     int failed;
 
+    tcase_add_test(tc, test_ahead_links);
     tcase_add_test(tc, test_batch_limits);
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_hint_shard_only_from_its_entry);
