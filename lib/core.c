@@ -106,6 +106,7 @@ struct esbulk__core_s {
     size_t held;              /* documents without an outcome */
     size_t waiting;           /* of which in the indices' wait queues */
     esbulk__queue_t done;     /* outcomes known, for esbulk__core_take_done() */
+    esbulk__ahead_t done_ahead; /* its ahead links: the serving thread prefetches by them */
     esbulk__core_counts_t counts;
     unsigned rr;
     int64_t next_expire_ms, next_sweep_ms;
@@ -130,7 +131,7 @@ static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcom
 {
     /* a success with nothing more to say copies and frees nothing there */
     esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
-    esbulk__queue_push(&c->done, d);
+    esbulk__queue_push_ahead(&c->done, &c->done_ahead, d);
     c->held--;
 }
 
@@ -1557,7 +1558,7 @@ void esbulk__core_abort(esbulk__core_t *c)
 
 void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__core_counts_t *n)
 {
-    esbulk__queue_append(out, &c->done);
+    esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);
     n->retried += c->counts.retried;
     n->item_429 += c->counts.item_429;
     n->unrouted += c->counts.unrouted;

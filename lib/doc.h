@@ -32,8 +32,8 @@ typedef struct {
 struct esbulk_result_s {
     /* queues, keys: written by the add, read by every thread */
     esbulk__doc_t *next;            /* in whichever queue holds it */
-    esbulk__doc_t *ahead;           /* in the incoming queue, then in a destination's: the
-                                       document queued ESBULK__AHEAD after it, or NULL;
+    esbulk__doc_t *ahead;           /* in the incoming queue, a destination's, the results:
+                                       the document queued ESBULK__AHEAD after it, or NULL;
                                        only ever prefetched (stale once it left the queue) */
     char *index;                    /* as added */
     char *id;                       /* as added or generated; NULL: server assigns */
@@ -71,8 +71,9 @@ struct esbulk_result_s {
     void *opaque;
     esbulk__doc_more_t *more;       /* NULL: nothing more to say */
     const char *r_result;           /* a static string, or more->result_own */
-    int64_t seq_no, primary_term, version;
+    int64_t seq_no;
     uint64_t seq;                   /* add order (the adding and serving threads') */
+    int64_t primary_term, version;
     char strs[ESBULK__DOC_STRS];
 };
 

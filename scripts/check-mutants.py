@@ -95,6 +95,10 @@ MUTANTS = [
     memset(ahead, 0, sizeof(*ahead));""",
      """    esbulk__queue_append(dst, src);""",
      "the adding thread keeps linking from documents the I/O thread took"),
+    ("outcomes-ring-kept-after-take", "lib/core.c",
+     """    esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);""",
+     """    esbulk__queue_append(out, &c->done);""",
+     "the core keeps linking from outcomes the serving thread already holds"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

@@ -415,6 +415,48 @@ START_TEST(test_ahead_links)
 }
 END_TEST
 
+/* The core's queues carry ahead links: a destination's queue (send_batch
+ * prefetches by them) and the outcomes (the serving thread does); the
+ * outcomes taken are not written again by later deliveries. */
+START_TEST(test_ahead_links_in_core)
+{
+    enum { N = 3 * ESBULK__AHEAD, MORE = 4 };
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__doc_t *d[N + MORE], *sentinel = (esbulk__doc_t *)&sentinel, *x;
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    int i;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.flush.flush_docs = ESBULK__AHEAD / 2;
+    fx_open(&cf);
+    for (i = 0; i < N + MORE; i++)
+        d[i] = doc_new(ESBULK_OP_INDEX, "logs", "x", i, 0);
+    for (i = 0; i < N; i++)
+        esbulk__core_add(fx.core, d[i], now);
+    for (i = 0; i < N; i++)
+        ck_assert_ptr_eq(d[i]->ahead, i + ESBULK__AHEAD < N ? d[i + ESBULK__AHEAD] : NULL);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now);
+    take();
+    ck_assert_uint_eq(fx.done.count, N);
+    for (x = fx.done.head, i = 0; x != NULL; x = x->next, i++) {
+        ck_assert_ptr_eq(x, d[i]);
+        ck_assert_ptr_eq(x->ahead, i + ESBULK__AHEAD < N ? d[i + ESBULK__AHEAD] : NULL);
+        x->ahead = sentinel; /* the serving thread's now */
+    }
+    for (i = N; i < N + MORE; i++)
+        esbulk__core_add(fx.core, d[i], now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now);
+    for (i = 0; i < N; i++)
+        ck_assert_ptr_eq(d[i]->ahead, sentinel);
+    for (i = 0; i < N + MORE; i++)
+        expect(i, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 START_TEST(test_batch_limits)
 {
     esbulk__core_conf_t cf = base_conf();
@@ -1563,6 +1605,7 @@ int main(void)
     int failed;
 
     tcase_add_test(tc, test_ahead_links);
+    tcase_add_test(tc, test_ahead_links_in_core);
     tcase_add_test(tc, test_batch_limits);
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_hint_shard_only_from_its_entry);
