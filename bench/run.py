@@ -22,7 +22,8 @@ its parent circuit breaker answers 429, and other users' indexing lands in
 the server figures (flagged per run). --cluster own starts a cluster for the
 benchmark alone (same scripts, 3 nodes on 19240-19242, --heap per node,
 default 2g, full JIT, data under OUT/cluster) and stops it at the end
-(--keep-cluster leaves it running for the next run).
+(--keep-cluster leaves it running for the next run; `make cluster-stop`
+stops it).
 
 It first runs bench/setup.sh (a venv with opensearch-py and matplotlib under
 ~/.cache/libesbulk/bench-venv, and `go build` of the opensearch-go contender
