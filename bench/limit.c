@@ -390,7 +390,7 @@ out:
 
 static const char usage[] =
     "usage: limit --url URL --index NAME --file DATA [--ids] --flush-docs N --inflight K\n"
-    "             [--answer errors|full] [--upload buffer|callback]\n"
+    "             [--answer errors|full] [--upload buffer|callback] [--gap-us N]\n"
     "Pre-builds every bulk body (per primary node with --ids, round-robin without),\n"
     "then times only sending them with at most K requests in flight per node.\n"
     "NAME must exist. Prints {\"docs\",\"seconds\",\"indexed\",\"failed\",\"requests\",\n"
@@ -441,7 +441,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'g': gap_us = atol(optarg); break;
+        case 'g': {
+            int64_t g;
+
+            if (bench_parse_i64(optarg, 0, 10000000, &g) != 0) {
+                fputs(usage, stderr);
+                return 2;
+            }
+            gap_us = (long)g;
+            break;
+        }
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
