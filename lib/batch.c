@@ -58,7 +58,7 @@ esbulk__doc_t *esbulk__queue_pop_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahea
 {
     int i;
 
-    if (q->count <= ESBULK__AHEAD && q->head != NULL)
+    if (ahead != NULL && q->count <= ESBULK__AHEAD && q->head != NULL)
         for (i = 0; i < ESBULK__AHEAD; i++)
             if (ahead->doc[i] == q->head)
                 ahead->doc[i] = NULL;

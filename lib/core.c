@@ -112,7 +112,8 @@ struct esbulk__core_s {
     int64_t next_expire_ms, next_sweep_ms;
 };
 
-static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now);
+static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, esbulk__ahead_t *ahead,
+                           int64_t now);
 static void release_waits(esbulk__core_t *c, int64_t now);
 
 /* ------------------------------------------------------------------------- */
@@ -873,7 +874,7 @@ static void waits_due(esbulk__core_t *c, int64_t now)
     for (ix = c->ixs; ix != NULL && c->waiting > 0; ix = ix->next) {
         size_t before = ix->wait.count;
 
-        expire_ordered(c, &ix->wait, now);
+        expire_ordered(c, &ix->wait, NULL, now);
         if (!c->cf.per_id && ix->wait.head != NULL &&
             now - ix->wait.head->queued_ms >= c->cf.wait_ms)
             ix_release_wait(c, ix, now);
@@ -1073,12 +1074,13 @@ static void expire_one(esbulk__core_t *c, esbulk__doc_t *d)
 /* A queue in add order (retries, older, go first) has rising deadlines:
  * the scan stops at the first one not due, and a deep backlog costs
  * nothing. */
-static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, int64_t now)
+static void expire_ordered(esbulk__core_t *c, esbulk__queue_t *q, esbulk__ahead_t *ahead,
+                           int64_t now)
 {
     esbulk__doc_t *d;
 
     while ((d = q->head) != NULL && d->deadline_ms > 0 && now >= d->deadline_ms)
-        expire_one(c, esbulk__queue_pop(q));
+        expire_one(c, esbulk__queue_pop_ahead(q, ahead));
 }
 
 /* Retry lists are not ordered: scanned whole (they hold only retries). */
@@ -1102,8 +1104,7 @@ static void expire_all(esbulk__core_t *c, int64_t now)
     esbulk__doc_t *d;
 
     for (dest = c->active; dest != NULL; dest = dest->anext) {
-        while ((d = dest->q.head) != NULL && d->deadline_ms > 0 && now >= d->deadline_ms)
-            expire_one(c, dest_pop(dest));
+        expire_ordered(c, &dest->q, &dest->ahead, now);
         expire_unordered(c, &dest->retry_q, now);
         if (dest->q.head != NULL)
             dest->oldest_ms = dest->q.head->queued_ms;
@@ -1228,11 +1229,8 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
             break;
         bytes += d->lines_len;
         s->docs[n] = dest_pop(dest);
-        if (d->ahead != NULL) {
-            /* the two lines this loop reads, ESBULK__AHEAD records on */
-            ESBULK__PREFETCH_W(d->ahead);
-            ESBULK__PREFETCH_W((const char *)d->ahead + ESBULK__CACHE_LINE);
-        }
+        /* the two lines this loop reads, ESBULK__AHEAD records on */
+        esbulk__doc_prefetch_ahead(d, 2, 1);
         d->attempts++;
         s->lines[n].p = d->lines;
         s->lines[n].len = d->lines_len;

@@ -94,6 +94,25 @@ typedef struct {
     unsigned pushes;
 } esbulk__ahead_t;
 
+/* Prefetches the first `lines` cache lines of the record d's ahead link
+ * names, if any, for reading or (for_write) writing: a walker calls it for
+ * each record it takes. The arguments are constants where it is called, so
+ * the loop and the test fold away. */
+static inline void esbulk__doc_prefetch_ahead(const esbulk__doc_t *d, unsigned lines, int for_write)
+{
+    const char *a = (const char *)d->ahead;
+    unsigned i;
+
+    if (a == NULL)
+        return;
+    for (i = 0; i < lines; i++) {
+        if (for_write)
+            ESBULK__PREFETCH_W(a + i * ESBULK__CACHE_LINE);
+        else
+            ESBULK__PREFETCH(a + i * ESBULK__CACHE_LINE);
+    }
+}
+
 typedef struct {
     esbulk__doc_t *head, *tail;
     size_t count;
@@ -109,8 +128,9 @@ void esbulk__queue_prepend(esbulk__queue_t *dst, esbulk__queue_t *src);
 void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src);
 /* Pushes d at q's tail and links it into ahead. */
 void esbulk__queue_push_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahead, esbulk__doc_t *d);
-/* Pops q's head, which ahead forgets. A document in ahead has fewer than
- * ESBULK__AHEAD behind it, so only a short queue can give one up. */
+/* Pops q's head, which ahead forgets (NULL: q has no links). A document in
+ * ahead has fewer than ESBULK__AHEAD behind it, so only a short queue can
+ * give one up. */
 esbulk__doc_t *esbulk__queue_pop_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahead);
 /* Moves all of src, linked by ahead, to the back of dst: ahead forgets them. */
 void esbulk__queue_take_ahead(esbulk__queue_t *dst, esbulk__queue_t *src, esbulk__ahead_t *ahead);

@@ -815,13 +815,9 @@ static int32_t serve(esbulk_t *eb)
         return 0;
 
     for (d = q.head; d != NULL; d = d->next) {
-        if (d->ahead != NULL) {
-            /* the lines the callbacks, the marks and the free read, written
-             * on the I/O thread */
-            ESBULK__PREFETCH(d->ahead);
-            ESBULK__PREFETCH((const char *)d->ahead + ESBULK__CACHE_LINE);
-            ESBULK__PREFETCH((const char *)d->ahead + 2 * ESBULK__CACHE_LINE);
-        }
+        /* the lines the callbacks, the marks and the free read, written on
+         * the I/O thread */
+        esbulk__doc_prefetch_ahead(d, 3, 0);
         if (eb->conf->results_cb != NULL) {
             batch[n++] = d;
             if (n == RESULTS_BATCH || d->next == NULL) {

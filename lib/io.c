@@ -495,11 +495,8 @@ static void *io_main(void *arg)
         now = esbulk__now_ms();
         topology_answers(eb, io, now);
         while ((d = esbulk__queue_pop(&incoming)) != NULL) {
-            if (d->ahead != NULL) {
-                /* the two lines routing reads, written on the adding thread */
-                ESBULK__PREFETCH_W(d->ahead);
-                ESBULK__PREFETCH_W((const char *)d->ahead + ESBULK__CACHE_LINE);
-            }
+            /* the two lines routing reads, written on the adding thread */
+            esbulk__doc_prefetch_ahead(d, 2, 1);
             esbulk__core_add(io->core, d, now);
         }
         publish_layouts(eb, io);

@@ -99,6 +99,10 @@ MUTANTS = [
      """    esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);""",
      """    esbulk__queue_append(out, &c->done);""",
      "the core keeps linking from outcomes the serving thread already holds"),
+    ("expired-kept-in-ahead", "lib/core.c",
+     """        expire_ordered(c, &dest->q, &dest->ahead, now);""",
+     """        expire_ordered(c, &dest->q, NULL, now);""",
+     "a document expired from a destination's queue stays in its ahead ring"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

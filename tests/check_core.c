@@ -457,6 +457,46 @@ START_TEST(test_ahead_links_in_core)
 }
 END_TEST
 
+/* A document expired from a destination's queue leaves its ahead ring: the
+ * pushes after it never write its record (the serving thread's by then). */
+START_TEST(test_ahead_forgets_expired)
+{
+    enum { N = ESBULK__AHEAD / 2, MORE = ESBULK__AHEAD };
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__doc_t *sentinel = (esbulk__doc_t *)&sentinel, *x;
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    int i;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.max_inflight = 1;
+    fx_open(&cf);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 0, 0), now);
+    s = must_send(1, now);
+    /* the only target is busy: these wait in its queue, in its ring */
+    for (i = 1; i <= N; i++)
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "x", i, now + 300), now);
+    esbulk__core_tick(fx.core, now + 300);
+    take();
+    ck_assert_uint_eq(fx.done.count, N);
+    for (x = fx.done.head; x != NULL; x = x->next)
+        x->ahead = sentinel; /* the serving thread's now */
+    for (i = N + 1; i <= N + MORE; i++)
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "x", i, 0), now + 300);
+    for (x = fx.done.head; x != NULL; x = x->next)
+        ck_assert_ptr_eq(x->ahead, sentinel);
+    answer_items(s, NULL, now + 300);
+    while ((s = esbulk__core_next_send(fx.core, 1, now + 300)) != NULL)
+        answer_items(s, NULL, now + 300);
+    expect(0, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    for (i = 1; i <= N; i++)
+        expect(i, ESBULK_OUTCOME_FAILED, ESBULK_ERR_DELIVERY_TIMEOUT, 0);
+    for (i = N + 1; i <= N + MORE; i++)
+        expect(i, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 START_TEST(test_batch_limits)
 {
     esbulk__core_conf_t cf = base_conf();
@@ -1606,6 +1646,7 @@ int main(void)
 
     tcase_add_test(tc, test_ahead_links);
     tcase_add_test(tc, test_ahead_links_in_core);
+    tcase_add_test(tc, test_ahead_forgets_expired);
     tcase_add_test(tc, test_batch_limits);
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_hint_shard_only_from_its_entry);
