@@ -336,10 +336,11 @@ static void xfer_done(esbulk_t *eb, io_t *io, xfer_t *x, CURLcode rc, int64_t no
     esbulk__core_answer(io->core, x->send, &a, now);
 }
 
-static void read_completions(esbulk_t *eb, io_t *io, int64_t now)
+/* Ends the finished transfers: returns how many. */
+static int read_completions(esbulk_t *eb, io_t *io, int64_t now)
 {
     CURLMsg *msg;
-    int left;
+    int left, n = 0;
 
     while ((msg = curl_multi_info_read(io->multi, &left)) != NULL) {
         xfer_t *x = NULL;
@@ -352,7 +353,9 @@ static void read_completions(esbulk_t *eb, io_t *io, int64_t now)
         if (x->next) x->next->prev = x->prev;
         xfer_done(eb, io, x, msg->data.result, now);
         xfer_free(io, x);
+        n++;
     }
+    return n;
 }
 
 /* Drops every transfer (close): the core then gives their documents
@@ -513,13 +516,18 @@ static void *io_main(void *arg)
         }
         topology_wishes(io, now);
         esbulk__core_tick(io->core, now);
-        while ((s = esbulk__core_next_send(io->core, fl.force, now)) != NULL)
-            if (xfer_start(eb, io, s) != ESBULK_OK) {
-                esbulk__core_unsend(io->core, s, now);
-                break;
-            }
-        curl_multi_perform(io->multi, &still);
-        read_completions(eb, io, esbulk__now_ms());
+        /* An answer frees its node's request slot: the next batch goes out
+         * in this round, not at the next wake-up for something else (the
+         * node would idle on one request meanwhile). */
+        do {
+            while ((s = esbulk__core_next_send(io->core, fl.force, now)) != NULL)
+                if (xfer_start(eb, io, s) != ESBULK_OK) {
+                    esbulk__core_unsend(io->core, s, now);
+                    break;
+                }
+            curl_multi_perform(io->multi, &still);
+            now = esbulk__now_ms();
+        } while (read_completions(eb, io, now) > 0);
         hand_over(eb, io);
         now = esbulk__now_ms();
         if (now >= io->next_snapshot_ms ||

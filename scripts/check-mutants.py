@@ -103,6 +103,10 @@ MUTANTS = [
      """        expire_ordered(c, &dest->q, &dest->ahead, now);""",
      """        expire_ordered(c, &dest->q, NULL, now);""",
      "a document expired from a destination's queue stays in its ahead ring"),
+    ("answer-slot-waits", "lib/io.c",
+     """        } while (read_completions(eb, io, now) > 0);""",
+     """        } while (read_completions(eb, io, now) > 0 && 0);""",
+     "a request slot freed by an answer waits for the I/O thread's next wake-up"),
     ("503-not-retried", "lib/response.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",

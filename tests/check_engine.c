@@ -8,6 +8,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -716,10 +717,12 @@ static void *recorder_run(void *arg)
     int n = 0, i;
 
     while (n < 16) {
-        int c = accept(r->fd, NULL, NULL);
+        int c = accept(r->fd, NULL, NULL), one = 1;
 
         if (c < 0)
             break;
+        /* the head and the body are two writes: no wait for an ACK */
+        ck_assert_int_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
         conn[n].r = r;
         conn[n].c = c;
         ck_assert_int_eq(pthread_create(&th[n], NULL, recorder_conn, &conn[n]), 0);
@@ -728,6 +731,26 @@ static void *recorder_run(void *arg)
     for (i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     return NULL;
+}
+
+/* A recorder listening on loopback (its URL into url), on thread *th. */
+static void recorder_start(recorder_t *r, pthread_t *th, char *url, size_t url_size)
+{
+    memset(r, 0, sizeof(*r));
+    pthread_mutex_init(&r->lock, NULL);
+    esbulk__buf_init(&r->bodies, (size_t)-1);
+    r->fd = silent_listener(url, url_size);
+    ck_assert_int_eq(pthread_create(th, NULL, recorder_run, r), 0);
+}
+
+/* Ends the recorder's thread (once its clients closed their connections);
+ * r->bodies stays for the caller to read and free. */
+static void recorder_stop(recorder_t *r, pthread_t th)
+{
+    shutdown(r->fd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(r->fd);
+    pthread_mutex_destroy(&r->lock);
 }
 
 /* The request bodies are the documents' lines, whole and in order: 300
@@ -745,11 +768,7 @@ START_TEST(test_request_bodies_are_the_lines)
     esbulk_t *eb;
     int n;
 
-    memset(&rec, 0, sizeof(rec));
-    pthread_mutex_init(&rec.lock, NULL);
-    esbulk__buf_init(&rec.bodies, (size_t)-1);
-    rec.fd = silent_listener(url, sizeof(url));
-    ck_assert_int_eq(pthread_create(&th, NULL, recorder_run, &rec), 0);
+    recorder_start(&rec, &th, url, sizeof(url));
     ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "64", NULL, 0), 0);
@@ -780,10 +799,7 @@ START_TEST(test_request_bodies_are_the_lines)
     ck_assert_int_eq(results_seen, 300);
     ck_assert_int_eq(failed_seen + possibly_seen, 0);
     esbulk_destroy(eb); /* its connections close: their threads end */
-    shutdown(rec.fd, SHUT_RDWR);
-    pthread_join(th, NULL);
-    close(rec.fd);
-    pthread_mutex_destroy(&rec.lock);
+    recorder_stop(&rec, th);
     ck_assert_int_ge(rec.requests, 5);
     /* the lines, document by document */
     p = rec.bodies.data;
@@ -813,6 +829,55 @@ START_TEST(test_request_bodies_are_the_lines)
     }
     ck_assert_uint_eq(off, rec.bodies.len);
     free(big);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
+/* An answer that frees a node's request slot fills it at once: the next
+ * waiting batch goes out in the same round, not at the I/O thread's next
+ * wake-up for something else (here none: no add, no flush, no interval,
+ * and the I/O thread sleeps up to 1 s: about 100 ms a request, seen). One
+ * document a request, one request at a time: 16 requests in turn, a few ms
+ * in all (some 100 ms under valgrind). */
+START_TEST(test_answer_refills_slot_at_once)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    recorder_t rec;
+    pthread_t th;
+    char url[64];
+    esbulk_t *eb;
+    int64_t t0, took;
+    int i, n = 0;
+
+    recorder_start(&rec, &th, url, sizeof(url));
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "1", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "max.inflight.per.node", "1", NULL, 0), 0);
+    eb = counted_handle(conf);
+    t0 = esbulk__now_ms();
+    for (i = 0; i < 16; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    /* the recorder's count, not results: serving them could wake the I/O
+     * thread too */
+    for (;;) {
+        pthread_mutex_lock(&rec.lock);
+        n = rec.requests;
+        pthread_mutex_unlock(&rec.lock);
+        if (n == 16 || esbulk__now_ms() - t0 > 20000)
+            break;
+        usleep(2000);
+    }
+    took = esbulk__now_ms() - t0;
+    ck_assert_int_eq(n, 16);
+    ck_assert_int_eq(esbulk_flush(eb, 10000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 16);
+    ck_assert_int_eq(failed_seen + possibly_seen, 0);
+    ck_assert_msg(took < 600, "16 one-document requests in turn took %lld ms", (long long)took);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    ck_assert_int_eq(rec.requests, 16);
     esbulk__buf_free(&rec.bodies);
 }
 END_TEST
@@ -1144,6 +1209,7 @@ int main(void)
     tcase_add_test(handle, test_interval_wakes_sleeping_io);
     tcase_add_test(handle, test_flush_timed_out_still_sends);
     tcase_add_test(handle, test_request_bodies_are_the_lines);
+    tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);
