@@ -48,6 +48,7 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(ORDERING, "ordering", ENUM, "none", 0, 0, "none|per_id", 0)                        \
     X(RESULT_FAILURES_ONLY, "result.failures_only", BOOL, "false", 0, 1, NULL, 0)        \
     X(RESULT_KEEP_BODY, "result.keep_body", BOOL, "false", 0, 1, NULL, 0)                \
+    X(RESULT_META, "result.meta", BOOL, "false", 0, 1, NULL, 0)                          \
     X(STATS_INTERVAL_MS, "stats.interval.ms", INT, "0", 0, 86400000, NULL, 0)            \
     X(NODE_RECHECK_MS, "node.recheck.ms", INT, "2000", 100, 3600000, NULL, 0)            \
     X(BULK_PIPELINE, "bulk.pipeline", STR, "", 0, 0, NULL, 0)                            \

@@ -1240,6 +1240,7 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
         s->want[n].id_len = d->id_len;
         s->want_index |= !d->index_concrete;
         s->want_id |= d->id == NULL;
+        s->want_result |= d->op == ESBULK_OP_UPDATE;
     }
     s->ndocs = n;
     s->bytes = bytes;
@@ -1312,6 +1313,23 @@ void esbulk__core_unsend(esbulk__core_t *c, esbulk__send_t *s, int64_t now)
     send_free(s);
 }
 
+/* A successful item's result when the answer did not give it (bulk_path()
+ * asks for it only for updates): what the server says for that operation and
+ * status. An update's 200 is "updated" or "noop", so NULL there. */
+static const char *result_from_status(esbulk_op_t op, int32_t status)
+{
+    switch (op) {
+    case ESBULK_OP_INDEX:
+    case ESBULK_OP_CREATE:
+        return status == 201 ? "created" : status == 200 ? "updated" : NULL;
+    case ESBULK_OP_DELETE:
+        return status == 200 ? "deleted" : status == 404 ? "not_found" : NULL;
+    case ESBULK_OP_UPDATE:
+        return status == 201 ? "created" : NULL;
+    }
+    return NULL;
+}
+
 /* The server's index, result and id of an item, copied into d where they
  * say more than d does: the index only when it differs from the one added
  * (an alias, a data stream), the result as a static string when it is one of
@@ -1330,7 +1348,9 @@ static void doc_take_item(esbulk__doc_t *d, const esbulk__item_t *it)
     d->seq_no = it->seq_no;
     d->primary_term = it->primary_term;
     d->version = it->version;
-    d->r_result = NULL;
+    d->r_result = it->result == NULL && it->klass == ESBULK__ITEM_OK
+                      ? result_from_status((esbulk_op_t)d->op, it->status)
+                      : NULL;
     if (it->result != NULL && it->result_static) {
         d->r_result = it->result;
     } else if (it->result != NULL) {

@@ -98,6 +98,9 @@ typedef struct esbulk__send_s {
                                    metadata was not read (else it is the name as added) */
     int want_id;                /* the answer must name each item's _id: some document has
                                    none (the server assigns it) */
+    int want_result;            /* the answer must give each item's result: some document is
+                                   an update ("noop" and "updated" share status 200; for
+                                   the other operations the status says it) */
     void *driver;               /* the driver's own, untouched by the core */
     /* the core's */
     struct core_target_s *target;

@@ -264,9 +264,11 @@ static esbulk__item_class_t item_class(const esbulk__item_t *item, int has_error
 
     if (st >= 200 && st <= 299)
         return ESBULK__ITEM_OK;
-    if (st == 404 && !has_error && is_delete && item->result != NULL &&
-        strcmp(item->result, "not_found") == 0)
-        return ESBULK__ITEM_OK; /* deleting what is not there: no error, done */
+    /* deleting what is not there: no error, done (the result, "not_found",
+     * is asked for only with updates in the request) */
+    if (st == 404 && !has_error && is_delete &&
+        (item->result == NULL || strcmp(item->result, "not_found") == 0))
+        return ESBULK__ITEM_OK;
     if (st == 429 || st == 503)
         return ESBULK__ITEM_RETRY; /* rejected execution, circuit breaker, no shard */
     if (st == 403 && retry_cluster_block && item->error_type != NULL &&

@@ -1629,10 +1629,94 @@ START_TEST(test_answer_fields)
     d = outcome_of(7);
     ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_INDEXED);
     ck_assert_ptr_null(ESBULK__DOC_MORE(d, index));
-    ck_assert_ptr_null(d->r_result);
+    ck_assert_str_eq(d->r_result, "created"); /* from the status (result_from_status) */
     ck_assert_int_eq(d->seq_no, -1);
     ck_assert_int_eq(d->version, -1);
     esbulk__doc_free(d);
+    fx_close();
+}
+END_TEST
+
+/* Answers that give each item's status alone (bulk_path() asks for the
+ * result only with updates in the request): the result is what the server
+ * would have said for the operation and status, and a delete's 404 without
+ * an error is done (not_found). An update's 200 is "updated" or "noop": no
+ * result is made up for it, and a request with an update asks for them. */
+START_TEST(test_result_from_status)
+{
+    static const struct {
+        esbulk_op_t op;
+        const char *item;
+        esbulk_outcome_t outcome;
+        const char *result;
+    } cases[] = {
+        {ESBULK_OP_INDEX, "{\"index\":{\"status\":201}}", ESBULK_OUTCOME_INDEXED, "created"},
+        {ESBULK_OP_INDEX, "{\"index\":{\"status\":200}}", ESBULK_OUTCOME_INDEXED, "updated"},
+        {ESBULK_OP_CREATE, "{\"create\":{\"status\":201}}", ESBULK_OUTCOME_INDEXED, "created"},
+        {ESBULK_OP_DELETE, "{\"delete\":{\"status\":200}}", ESBULK_OUTCOME_INDEXED, "deleted"},
+        {ESBULK_OP_DELETE, "{\"delete\":{\"status\":404}}", ESBULK_OUTCOME_INDEXED, "not_found"},
+        {ESBULK_OP_DELETE,
+         "{\"delete\":{\"status\":404,\"error\":{\"type\":\"index_not_found_exception\","
+         "\"reason\":\"no such index\"}}}",
+         ESBULK_OUTCOME_FAILED, NULL},
+        {ESBULK_OP_UPDATE, "{\"update\":{\"status\":200}}", ESBULK_OUTCOME_INDEXED, NULL},
+        {ESBULK_OP_UPDATE, "{\"update\":{\"status\":201}}", ESBULK_OUTCOME_INDEXED, "created"},
+        {ESBULK_OP_INDEX,
+         "{\"index\":{\"status\":400,\"error\":{\"type\":\"mapper_parsing_exception\","
+         "\"reason\":\"bad\"}}}",
+         ESBULK_OUTCOME_FAILED, NULL},
+    };
+    esbulk__core_conf_t cf = base_conf();
+    char body[4096], id[16];
+    esbulk__send_t *s;
+    esbulk__doc_t *d;
+    size_t i, off;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open_cluster(&cf, 0, now);
+    /* without the updates first: the request does not ask for results */
+    for (i = 0; i < ESBULK__ARRAY_LEN(cases); i++) {
+        if (cases[i].op == ESBULK_OP_UPDATE)
+            continue;
+        snprintf(id, sizeof(id), "d%zu", i);
+        esbulk__core_add(fx.core, doc_new(cases[i].op, "logs", id, (long)i, 0), now);
+    }
+    s = must_send(1, now);
+    ck_assert(!s->want_result);
+    off = (size_t)snprintf(body, sizeof(body), "{\"items\":[");
+    for (i = 0; i < s->ndocs; i++)
+        off += (size_t)snprintf(body + off, sizeof(body) - off, "%s%s", i ? "," : "",
+                                cases[num(s->docs[i])].item);
+    snprintf(body + off, sizeof(body) - off, "]}");
+    answer_http(s, 200, body, now);
+    /* then with them: it does */
+    for (i = 0; i < ESBULK__ARRAY_LEN(cases); i++) {
+        if (cases[i].op != ESBULK_OP_UPDATE)
+            continue;
+        snprintf(id, sizeof(id), "d%zu", i);
+        esbulk__core_add(fx.core, doc_new(cases[i].op, "logs", id, (long)i, 0), now);
+    }
+    s = must_send(1, now);
+    ck_assert(s->want_result);
+    off = (size_t)snprintf(body, sizeof(body), "{\"items\":[");
+    for (i = 0; i < s->ndocs; i++)
+        off += (size_t)snprintf(body + off, sizeof(body) - off, "%s%s", i ? "," : "",
+                                cases[num(s->docs[i])].item);
+    snprintf(body + off, sizeof(body) - off, "]}");
+    answer_http(s, 200, body, now);
+    for (i = 0; i < ESBULK__ARRAY_LEN(cases); i++) {
+        d = outcome_of((long)i);
+        ck_assert_msg(d->outcome == cases[i].outcome, "case %zu: outcome %d", i, d->outcome);
+        if (cases[i].result == NULL)
+            ck_assert_msg(d->r_result == NULL, "case %zu: result %s", i, d->r_result);
+        else
+            ck_assert_msg(d->r_result != NULL && strcmp(d->r_result, cases[i].result) == 0,
+                          "case %zu: result %s, not %s", i, d->r_result ? d->r_result : "NULL",
+                          cases[i].result);
+        ck_assert_int_eq(d->seq_no, -1);
+        esbulk__doc_free(d);
+    }
     fx_close();
 }
 END_TEST
@@ -1662,6 +1746,7 @@ int main(void)
     tcase_add_test(tc, test_delivery_timeout);
     tcase_add_test(tc, test_per_id_ordering);
     tcase_add_test(tc, test_answer_fields);
+    tcase_add_test(tc, test_result_from_status);
     tcase_add_test(tc, test_answer_fields_wanted);
     tcase_add_test(tc, test_per_id_waits_and_unrouted_first);
     tcase_add_test(tc, test_node_death_reroutes);

@@ -608,6 +608,7 @@ typedef struct {
     esbulk__buf_t bodies;   /* every _bulk body, concatenated (the requests come
                                one at a time: max.inflight.per.node=1) */
     int requests;
+    char path[2048];        /* the last _bulk request's path and query */
 } recorder_t;
 
 static int read_full(int fd, char *p, size_t n)
@@ -655,6 +656,8 @@ static int recorder_one(recorder_t *r, int c)
     if (bulk) {
         pthread_mutex_lock(&r->lock);
         r->requests++;
+        snprintf(r->path, sizeof(r->path), "%.*s", (int)strcspn(strstr(head, " /_bulk") + 1, " "),
+                 strstr(head, " /_bulk") + 1);
         ck_assert_int_eq(esbulk__buf_add(&r->bodies, body, blen), ESBULK_OK);
         pthread_mutex_unlock(&r->lock);
         ck_assert_int_eq(esbulk__buf_adds(&ans, "{\"errors\":false,\"items\":["), ESBULK_OK);
@@ -830,6 +833,59 @@ START_TEST(test_request_bodies_are_the_lines)
     ck_assert_uint_eq(off, rec.bodies.len);
     free(big);
     esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
+/* What each bulk request asks the server for (filter_path): every item's
+ * status and errors; its _seq_no, _primary_term and _version only with
+ * result.meta; its result only when the request holds an update; none of
+ * the three with result.failures_only (the successes are not shown). */
+START_TEST(test_answer_fields_asked)
+{
+    static const struct {
+        const char *meta, *failures_only;
+        esbulk_op_t op;
+        int seq_no, result;
+    } cases[] = {
+        {"false", "false", ESBULK_OP_INDEX, 0, 0},  {"true", "false", ESBULK_OP_INDEX, 1, 0},
+        {"false", "false", ESBULK_OP_UPDATE, 0, 1}, {"true", "true", ESBULK_OP_UPDATE, 0, 0},
+        {"false", "false", ESBULK_OP_DELETE, 0, 0},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        esbulk_conf_t *conf = esbulk_conf_new();
+        recorder_t rec;
+        pthread_t th;
+        char url[64], errstr[256];
+        const char *body = cases[i].op == ESBULK_OP_UPDATE ? "{\"doc\":{}}" : "{}";
+        esbulk_t *eb;
+
+        recorder_start(&rec, &th, url, sizeof(url));
+        ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+        ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+        ck_assert_int_eq(esbulk_conf_set(conf, "result.meta", cases[i].meta, NULL, 0), 0);
+        ck_assert_int_eq(esbulk_conf_set(conf, "result.failures_only", cases[i].failures_only,
+                                         NULL, 0), 0);
+        eb = counted_handle(conf);
+        ck_assert_int_eq(esbulk_add(eb, cases[i].op, "idx", "a", 1, NULL, 0, body,
+                                    cases[i].op == ESBULK_OP_DELETE ? 0 : strlen(body), NULL,
+                                    errstr, sizeof(errstr)), ESBULK_OK);
+        ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
+        esbulk_destroy(eb);
+        recorder_stop(&rec, th);
+        ck_assert_int_eq(rec.requests, 1);
+        ck_assert_msg(strstr(rec.path, "items.*.status") != NULL &&
+                          strstr(rec.path, "items.*.error.type") != NULL,
+                      "case %zu: %s", i, rec.path);
+        ck_assert_msg((strstr(rec.path, "items.*._seq_no") != NULL) == cases[i].seq_no &&
+                          (strstr(rec.path, "items.*._version") != NULL) == cases[i].seq_no &&
+                          (strstr(rec.path, "items.*._primary_term") != NULL) == cases[i].seq_no,
+                      "case %zu: %s", i, rec.path);
+        ck_assert_msg((strstr(rec.path, "items.*.result") != NULL) == cases[i].result,
+                      "case %zu: %s", i, rec.path);
+        esbulk__buf_free(&rec.bodies);
+    }
 }
 END_TEST
 
@@ -1210,6 +1266,7 @@ int main(void)
     tcase_add_test(handle, test_flush_timed_out_still_sends);
     tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
+    tcase_add_test(handle, test_answer_fields_asked);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);

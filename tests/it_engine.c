@@ -260,7 +260,7 @@ static void per_id_ordering(void)
 {
     const char *index = "it-eng-order";
     const char *kv[] = {"ordering", "per_id", "flush.docs", "50", "max.inflight.per.node", "4",
-                        NULL};
+                        "result.meta", "true", NULL};
     size_t ids = 500, versions = 6, v, k, wrong = 0, not_once, nfail;
     char id[32], body[64];
     json_t *j, *hits, *h;
@@ -768,7 +768,8 @@ static void doc_options(void)
             "{\"processors\":[{\"set\":{\"field\":\"piped\",\"value\":true}}]}");
     if (o == NULL || conf == NULL ||
         esbulk_conf_set(conf, "urls", base_url, errstr, sizeof(errstr)) != ESBULK_OK ||
-        esbulk_conf_set(conf, "result.keep_body", "true", errstr, sizeof(errstr)) != ESBULK_OK)
+        esbulk_conf_set(conf, "result.keep_body", "true", errstr, sizeof(errstr)) != ESBULK_OK ||
+        esbulk_conf_set(conf, "result.meta", "true", errstr, sizeof(errstr)) != ESBULK_OK)
         die("docopts setup: %s", errstr);
     esbulk_conf_set_result_cb(conf, on_opt_result);
     eb = esbulk_new(conf, errstr, sizeof(errstr));
@@ -899,8 +900,12 @@ static void on_shape_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque
 static void answer_fields(void)
 {
     const char *index = "it-eng-shape", *alias = "it-eng-shape-w";
-    static const char *const kinds[] = {"the index, with ids", "the alias, with ids",
-                                        "the index, ids from the server"};
+    /* the first two with result.meta (_seq_no, _primary_term and _version
+     * asked for), the third without (the default: they are -1, and the
+     * result, not asked for either, comes from the status) */
+    static const char *const kinds[] = {"the index, with ids, result.meta",
+                                        "the alias, with ids, result.meta",
+                                        "the index, ids from the server, no result.meta"};
     esbulk_conf_t *conf;
     esbulk_t *eb;
     char errstr[512], id[32];
@@ -917,7 +922,9 @@ static void answer_fields(void)
         if (esbulk_conf_set(conf, "urls", base_url, errstr, sizeof(errstr)) != ESBULK_OK ||
             esbulk_conf_set(conf, "routing.level", "node", errstr, sizeof(errstr)) != ESBULK_OK ||
             esbulk_conf_set(conf, "id.generate", pass ? "none" : "time", errstr,
-                            sizeof(errstr)) != ESBULK_OK)
+                            sizeof(errstr)) != ESBULK_OK ||
+            (pass == 0 &&
+             esbulk_conf_set(conf, "result.meta", "true", errstr, sizeof(errstr)) != ESBULK_OK))
             die("conf: %s", errstr);
         esbulk_conf_set_result_cb(conf, on_shape_result);
         eb = esbulk_new(conf, errstr, sizeof(errstr));
@@ -952,7 +959,9 @@ static void answer_fields(void)
         snprintf(want_id, sizeof(want_id), "shape-%zu", k);
         ok = o->results == 1 && o->outcome == ESBULK_OUTCOME_INDEXED &&
              strcmp(o->index, index) == 0 && strcmp(o->result, "created") == 0 &&
-             o->seq_no >= 0 && o->primary_term >= 1 && o->version == 1 &&
+             (k < 2 * SHAPE_DOCS
+                  ? o->seq_no >= 0 && o->primary_term >= 1 && o->version == 1
+                  : o->seq_no == -1 && o->primary_term == -1 && o->version == -1) &&
              (k < 2 * SHAPE_DOCS ? strcmp(o->id, want_id) == 0 : strlen(o->id) >= 10);
         if (ok && k >= 2 * SHAPE_DOCS) {
             char path[128];
@@ -970,8 +979,9 @@ static void answer_fields(void)
                    (long long)o->version);
     }
     for (k = 0; k < 3; k++)
-        check(bad[k] == 0, "%s: every result names %s, its id, created, _seq_no, "
-              "_primary_term and _version 1 (%zu of %d wrong)", kinds[k], index, bad[k],
+        check(bad[k] == 0, "%s: every result names %s, its id, created, and _seq_no, "
+              "_primary_term and _version 1 (-1 without result.meta) (%zu of %d wrong)",
+              kinds[k], index, bad[k],
               SHAPE_DOCS);
     check(count_of(index) == 3 * SHAPE_DOCS, "answer fields: count %d", 3 * SHAPE_DOCS);
 }
