@@ -255,6 +255,9 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	if cfg.BufferMaxDocs > 0 {
 		set("buffer.max.docs", strconv.FormatInt(cfg.BufferMaxDocs, 10))
 	}
+	// Every item's SeqNo, PrimTerm and Version, as esutil's BulkIndexer gives
+	// them (Config["result.meta"] = "false" spares the server writing them).
+	set("result.meta", "true")
 	for k, v := range cfg.Config {
 		if k == "enqueue.timeout.ms" {
 			return nil, &Error{Code: ErrCodeInvalidArg,

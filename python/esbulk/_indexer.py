@@ -111,7 +111,8 @@ class Result:
     esbulk_err_t code (0 when indexed), error_name its description; status:
     the item's HTTP status (0 if none); error_type / reason: the server's (or
     the library's) explanation; op, index, id, result ("created", "updated",
-    ...), seq_no, primary_term, version (-1 when absent), attempts; body: the
+    ...), seq_no, primary_term, version (-1 unless result_meta=True asked
+    the server for them; the helpers that yield items ask), attempts; body: the
     document as sent, only with result.keep_body and only when not indexed;
     context: the object given to add().
 

@@ -247,8 +247,13 @@ def _window(ix: Indexer, chunk_size: int, inflight: int) -> Tuple[int, bool]:
 
 
 def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries: int,
-                 kwargs: Dict[str, Any]) -> Tuple[Indexer, Optional[str], int]:
+                 kwargs: Dict[str, Any], meta: bool = True
+                 ) -> Tuple[Indexer, Optional[str], int]:
     conf: Dict[str, Any] = dict(client_conf(client))
+    # the items yielded carry _seq_no, _primary_term and _version, as
+    # opensearch-py's do; bulk(), which only counts successes, does not ask
+    # the server for them (they cost it some 3% of its indexing rate)
+    conf["result.meta"] = "true" if meta else "false"
     conf["flush.docs"] = max(1, min(int(chunk_size), 1000000))
     conf["flush.bytes"] = max(1024, min(int(max_chunk_bytes), 1073741824))
     if max_retries > 10:
@@ -481,7 +486,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
     ix, default_index, inflight = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries,
-                                               kwargs)
+                                               kwargs, meta=not counts)
     ahead, known = _window(ix, chunk_size, inflight)
     ahead_at = time.monotonic()
     chunks: Deque[_Chunk] = collections.deque()

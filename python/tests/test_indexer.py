@@ -190,7 +190,7 @@ def test_per_document_options(url, make_index):
     def keep(r):
         res[r.context] = r
 
-    with esbulk.Indexer(url, on_result=keep) as ix:
+    with esbulk.Indexer(url, on_result=keep, result_meta=True) as ix:
         ix.add(index, {"n": 1}, id="v", version=5, version_type="external", context="v5")
         assert ix.flush(30) == 0
         ix.add(index, {"n": 2}, id="v", version=3, version_type="external", context="v3")
