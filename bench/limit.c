@@ -428,6 +428,8 @@ int main(int argc, char **argv)
         case 'a':
             if (strcmp(optarg, "full") == 0) {
                 bulk_path = full_path;
+            } else if (optarg[0] == '/') {
+                bulk_path = optarg; /* a path of one's own, to compare answers */
             } else if (strcmp(optarg, "errors") != 0) {
                 fputs(usage, stderr);
                 return 2;
