@@ -67,8 +67,9 @@ typedef struct {
 } run_t;
 
 /* The answer's shape: errors only (the default), or, with --answer full,
- * also every item's fields that libesbulk asks for (its filter_path without
- * the item's _index and _id), to see what the answer costs the server */
+ * also every item's fields that libesbulk asks for with result.meta (its
+ * filter_path without the item's _index and _id), to see what the answer
+ * costs the server; --answer /PATH sends the requests to PATH instead */
 static const char *bulk_path = "/_bulk?filter_path=errors,items.*.error";
 static const char full_path[] =
     "/_bulk?filter_path=errors,items.*.status,items.*.result,items.*._seq_no,"
@@ -390,7 +391,7 @@ out:
 
 static const char usage[] =
     "usage: limit --url URL --index NAME --file DATA [--ids] --flush-docs N --inflight K\n"
-    "             [--answer errors|full] [--upload buffer|callback] [--gap-us N]\n"
+    "             [--answer errors|full|/PATH] [--upload buffer|callback] [--gap-us N]\n"
     "Pre-builds every bulk body (per primary node with --ids, round-robin without),\n"
     "then times only sending them with at most K requests in flight per node.\n"
     "NAME must exist. Prints {\"docs\",\"seconds\",\"indexed\",\"failed\",\"requests\",\n"
