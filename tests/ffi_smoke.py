@@ -183,6 +183,7 @@ class Handle:
         self.requeue_trigger = None  # opaque whose result triggers a re-queue
         self.requeue_opaque = None
         self.requeue_id = None
+        self.meta = False           # result.meta set: the answer's _seq_no etc. asked for
         self.requeue_rc = None
         self.requeue_errstr = None
 
@@ -285,7 +286,10 @@ def make_handle(h, url, batch):
     settings = [("urls", url), ("flush.docs", "50"), ("flush.interval.ms", "200"),
                 ("log.level", "6")]
     if batch:
-        settings.append(("body.validate", "true"))
+        # B asks for the answer's _seq_no, _primary_term and _version; A
+        # keeps the default, which does not (its results say -1)
+        settings += [("body.validate", "true"), ("result.meta", "true")]
+        h.meta = True
     ok = True
     for k, v in settings:
         rc = lib.esbulk_conf_set(conf, k.encode(), v.encode(), errstr, len(errstr))
@@ -532,7 +536,10 @@ def check_results(h):
                 probs.append("status %d" % r["status"])
             if r["result"] != "created":
                 probs.append("result %r" % r["result"])
-            if r["seq_no"] < 0 or r["primary_term"] < 1 or r["version"] != 1:
+            if h.meta and (r["seq_no"] < 0 or r["primary_term"] < 1 or r["version"] != 1):
+                probs.append("seq_no %d primary_term %d version %d" %
+                             (r["seq_no"], r["primary_term"], r["version"]))
+            if not h.meta and (r["seq_no"], r["primary_term"], r["version"]) != (-1, -1, -1):
                 probs.append("seq_no %d primary_term %d version %d" %
                              (r["seq_no"], r["primary_term"], r["version"]))
             if r["index"] != INDEX or r["op"] != ESBULK_OP_INDEX or r["attempts"] < 1:
@@ -553,8 +560,9 @@ def check_results(h):
         r = [h.results[op][0] for op, e in h.expected.items() if e["bad"]][0]
         print("      (reason: %s)" % r["reason"])
     check(not good_problems,
-          "%s: the other %d are INDEXED, status 201, result \"created\", _seq_no >= 0" %
-          (name, len(h.expected) - nbad), repr(good_problems[:3]))
+          "%s: the other %d are INDEXED, status 201, result \"created\", %s" %
+          (name, len(h.expected) - nbad,
+           "_seq_no >= 0 (result.meta)" if h.meta else "_seq_no -1 (result.meta off)"), repr(good_problems[:3]))
     check(not given_mismatch, "%s: results carry the _id as added (UTF-8 included)" % name,
           repr(given_mismatch[:3]))
     badgen = [i for i in gen_ids if i is None or not ID_RE.match(i)]
@@ -605,7 +613,8 @@ def pull_api(url):
     http("GET", "%s/_cluster/health/%s?wait_for_status=green&timeout=60s" % (url, PULL_INDEX))
     errstr = ctypes.create_string_buffer(512)
     conf = lib.esbulk_conf_new()
-    for k, v in (("urls", url), ("flush.docs", "500"), ("flush.interval.ms", "50")):
+    for k, v in (("urls", url), ("flush.docs", "500"), ("flush.interval.ms", "50"),
+                 ("result.meta", "true")):
         lib.esbulk_conf_set(conf, k.encode(), v.encode(), errstr, len(errstr))
     lib.esbulk_conf_set_log_cb(conf, LOG_FN)
     eb = lib.esbulk_new(conf, errstr, len(errstr))  # neither result nor results callback
