@@ -602,13 +602,15 @@ nomem:
     return ESBULK_ERR_NOMEM;
 }
 
-/* Every bulk_path(), by want_index * 4 + want_id * 2 + want_result. */
-static esbulk_err_t bulk_paths(const esbulk_conf_t *conf, char **paths)
+/* Every bulk_path(), by want_index * 4 + want_id * 2 + want_result: paths
+ * has n = 8 entries. */
+static esbulk_err_t bulk_paths(const esbulk_conf_t *conf, char **paths, size_t n)
 {
-    int i;
+    size_t i;
 
-    for (i = 0; i < 8; i++) /* the size of io_t's bulk_path */
-        if (bulk_path(conf, i >> 2, (i >> 1) & 1, i & 1, &paths[i]) != ESBULK_OK)
+    for (i = 0; i < n; i++)
+        if (bulk_path(conf, (int)(i >> 2) & 1, (int)(i >> 1) & 1, (int)i & 1, &paths[i]) !=
+            ESBULK_OK)
             return ESBULK_ERR_NOMEM;
     return ESBULK_OK;
 }
@@ -652,7 +654,7 @@ esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size)
     io->request_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS);
     if ((io->multi = curl_multi_init()) == NULL ||
         (io->core = esbulk__core_new(&cf, &eb->log, eb->node_tag)) == NULL ||
-        bulk_paths(conf, io->bulk_path) != ESBULK_OK ||
+        bulk_paths(conf, io->bulk_path, ESBULK__ARRAY_LEN(io->bulk_path)) != ESBULK_OK ||
         (seeds = calloc((size_t)eb->nseeds + 1, sizeof(*seeds))) == NULL)
         goto nomem;
     for (i = 0; i < eb->nseeds; i++)
