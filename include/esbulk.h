@@ -272,7 +272,8 @@ typedef enum esbulk_outcome_e {
 typedef struct esbulk_result_s esbulk_result_t;
 
 /* Result accessors. Strings are NUL-terminated UTF-8, NULL when absent;
- * _seq_no, _primary_term and _version -1 when absent, the status 0.
+ * _seq_no, _primary_term and _version -1 when absent (the server is asked
+ * for them only with result.meta=true, esbulk-config(7)), the status 0.
  * Thread-safe on the result while it is valid (during its callback, or
  * pulled and not yet released). */
 ESBULK_EXTERN void *esbulk_result_opaque(const esbulk_result_t *result);
