@@ -64,6 +64,17 @@ typedef struct {
     int ntargets;
     uint64_t requests, bytes_sent, failed, shown;
     int transport_errors;
+    /* what building reads: all at once before sending, or (--stream) as the
+     * sending needs each target's next body */
+    esbulk__index_t *e;
+    const char *index;
+    size_t index_len;
+    const bench_data_t *data;
+    int ids;
+    size_t flush_docs;
+    size_t k;             /* the next document to place */
+    int node_target[MAX_TARGETS];
+    char errstr[256];
 } run_t;
 
 /* The answer's shape: errors only (the default), or, with --answer full,
@@ -135,21 +146,28 @@ static void run_free(run_t *run)
     run->ntargets = 0;
 }
 
-/* Routes (with ids) or spreads every document and builds the bodies. */
-static int build(run_t *run, esbulk__index_t *e, const char *seed, const char *index,
-                 const bench_data_t *data, int ids, size_t flush_docs, char *errstr,
-                 size_t errstr_size)
+/* The targets: one per node, or the seed alone when the nodes cannot be
+ * reached at their own addresses. */
+static int build_setup(run_t *run, esbulk__index_t *e, const char *seed, const char *index,
+                       const bench_data_t *data, int ids, size_t flush_docs, char *errstr,
+                       size_t errstr_size)
 {
     const esbulk__cluster_t *c = e->cluster;
-    int node_target[MAX_TARGETS], i;
-    size_t k, index_len = strlen(index);
+    int i;
 
     if (c->nnodes > MAX_TARGETS) {
         snprintf(errstr, errstr_size, "more than %d nodes", MAX_TARGETS);
         return -1;
     }
+    run->e = e;
+    run->index = index;
+    run->index_len = strlen(index);
+    run->data = data;
+    run->ids = ids;
+    run->flush_docs = flush_docs;
+    run->k = 0;
     for (i = 0; i < c->nnodes; i++)
-        node_target[i] = -1;
+        run->node_target[i] = -1;
     if (c->seeds_only) {
         /* the nodes' own addresses cannot be reached: everything to the seed */
         fprintf(stderr, "limit: the nodes cannot be reached at their addresses: sending "
@@ -159,53 +177,72 @@ static int build(run_t *run, esbulk__index_t *e, const char *seed, const char *i
     } else {
         for (i = 0; i < c->nnodes; i++)
             if (c->nodes[i].http != NULL && c->nodes[i].reachable &&
-                (node_target[i] = target_add(run, c->nodes[i].http)) < 0)
+                (run->node_target[i] = target_add(run, c->nodes[i].http)) < 0)
                 goto nomem;
         if (run->ntargets == 0) {
             snprintf(errstr, errstr_size, "no node has a reachable HTTP address");
             return -1;
         }
     }
-    for (k = 0; k < data->n; k++) {
+    return 0;
+nomem:
+    snprintf(errstr, errstr_size, "out of memory");
+    return -1;
+}
+
+/* Routes (with ids) or spreads the documents from run->k on and builds
+ * bodies of them, until `want` has a body not yet sent (want NULL: until
+ * every document is placed); the last documents are sealed in bodies of
+ * their own. 0, or -1 with run->errstr set. */
+static int build_more(run_t *run, const target_t *want)
+{
+    const esbulk__index_t *e = run->e;
+    const esbulk__cluster_t *c = e->cluster;
+    const bench_data_t *data = run->data;
+    int i;
+
+    while (run->k < data->n && (want == NULL || want->next == want->nbodies)) {
+        size_t k = run->k++;
         char id[24];
-        size_t id_len = ids ? bench_u64_str(id, (uint64_t)k + 1) : 0;
+        size_t id_len = run->ids ? bench_u64_str(id, (uint64_t)k + 1) : 0;
         target_t *t;
         int ti;
 
-        if (ids && !c->seeds_only) {
+        if (run->ids && !c->seeds_only) {
             const char *routing = e->alias_routing;
             int32_t shard, p;
 
             if (esbulk_layout_shard(&e->layout, id, id_len, routing,
                                     routing ? strlen(routing) : 0, &shard) != ESBULK_OK) {
-                snprintf(errstr, errstr_size, "cannot route id %s", id);
+                snprintf(run->errstr, sizeof(run->errstr), "cannot route id %s", id);
                 return -1;
             }
             p = e->primary != NULL ? e->primary[shard] : -1;
-            if (p < 0 || node_target[p] < 0) {
-                snprintf(errstr, errstr_size, "shard %d of %s has no reachable primary",
-                         (int)shard, index);
+            if (p < 0 || run->node_target[p] < 0) {
+                snprintf(run->errstr, sizeof(run->errstr), "shard %d of %s has no reachable "
+                         "primary", (int)shard, run->index);
                 return -1;
             }
-            ti = node_target[p];
+            ti = run->node_target[p];
         } else {
             ti = (int)(k % (size_t)run->ntargets);
         }
         t = &run->targets[ti];
-        if (esbulk__action_line(&t->cur, ESBULK_OP_INDEX, index, index_len, ids ? id : NULL,
-                                id_len, NULL, 0) != ESBULK_OK ||
+        if (esbulk__action_line(&t->cur, ESBULK_OP_INDEX, run->index, run->index_len,
+                                run->ids ? id : NULL, id_len, NULL, 0) != ESBULK_OK ||
             esbulk__buf_add(&t->cur, data->lines[k].p, data->lines[k].len) != ESBULK_OK ||
             esbulk__buf_addc(&t->cur, '\n') != ESBULK_OK)
             goto nomem;
-        if (++t->cur_docs == flush_docs && target_seal(t) != 0)
+        if (++t->cur_docs == run->flush_docs && target_seal(t) != 0)
             goto nomem;
     }
-    for (i = 0; i < run->ntargets; i++)
-        if (target_seal(&run->targets[i]) != 0)
-            goto nomem;
+    if (run->k == data->n)
+        for (i = 0; i < run->ntargets; i++)
+            if (target_seal(&run->targets[i]) != 0)
+                goto nomem;
     return 0;
 nomem:
-    snprintf(errstr, errstr_size, "out of memory building the bodies");
+    snprintf(run->errstr, sizeof(run->errstr), "out of memory building the bodies");
     return -1;
 }
 
@@ -246,6 +283,10 @@ static int slot_start(CURLM *multi, slot_t *s, run_t *run)
 {
     target_t *t = s->target;
 
+    /* --stream: this target's next body is built now, from the documents
+     * not yet placed (some go to the other targets' bodies meanwhile) */
+    if (t->next == t->nbodies && build_more(run, t) != 0)
+        return -1;
     if (t->next == t->nbodies)
         return 0;
     s->body = &t->bodies[t->next++];
@@ -392,8 +433,11 @@ out:
 static const char usage[] =
     "usage: limit --url URL --index NAME --file DATA [--ids] --flush-docs N --inflight K\n"
     "             [--answer errors|full|/PATH] [--upload buffer|callback] [--gap-us N]\n"
+    "             [--stream]\n"
     "Pre-builds every bulk body (per primary node with --ids, round-robin without),\n"
     "then times only sending them with at most K requests in flight per node.\n"
+    "--stream builds each node's next body when it is to be sent, in the timed loop\n"
+    "(the least a client that routes and serializes as it sends must do).\n"
     "NAME must exist. Prints {\"docs\",\"seconds\",\"indexed\",\"failed\",\"requests\",\n"
     "\"bytes_sent\",\"docs_per_s\",\"nodes\",\"routed\",\"flush_docs\",\"inflight\",\"build_s\"}.\n";
 
@@ -404,7 +448,7 @@ int main(int argc, char **argv)
         {"file", required_argument, NULL, 'f'},      {"ids", no_argument, NULL, 'd'},
         {"flush-docs", required_argument, NULL, 'n'}, {"inflight", required_argument, NULL, 'k'},
         {"answer", required_argument, NULL, 'a'},    {"upload", required_argument, NULL, 'p'},
-        {"gap-us", required_argument, NULL, 'g'},
+        {"gap-us", required_argument, NULL, 'g'},    {"stream", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
     const char *url = NULL, *index = NULL, *file = NULL, *fd_arg = NULL, *k_arg = NULL;
     int64_t flush_docs = 0, inflight = 0;
@@ -414,7 +458,7 @@ int main(int argc, char **argv)
     bench_data_t data;
     char errstr[512];
     double b0, build_s, seconds;
-    int c, ids = 0, rc = 1, routed;
+    int c, ids = 0, rc = 1, routed, stream = 0;
     run_t *run = NULL;
 
     memset(&data, 0, sizeof(data));
@@ -454,6 +498,7 @@ int main(int argc, char **argv)
             gap_us = (long)g;
             break;
         }
+        case 's': stream = 1; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -485,15 +530,21 @@ int main(int argc, char **argv)
         goto fail;
     }
     b0 = bench_now_s();
-    if (build(run, e, url, index, &data, ids, (size_t)flush_docs, errstr, sizeof(errstr)) != 0)
+    if (build_setup(run, e, url, index, &data, ids, (size_t)flush_docs, errstr,
+                    sizeof(errstr)) != 0)
         goto fail;
+    if (!stream && build_more(run, NULL) != 0) {
+        snprintf(errstr, sizeof(errstr), "%s", run->errstr);
+        goto fail;
+    }
     build_s = bench_now_s() - b0;
     routed = ids && !e->cluster->seeds_only;
     /* the bodies hold copies: the file is not needed while sending */
-    bench_data_free(&data);
+    if (!stream)
+        bench_data_free(&data);
     seconds = send_all(run, (int)inflight);
     if (seconds < 0) {
-        snprintf(errstr, sizeof(errstr), "curl setup failed");
+        snprintf(errstr, sizeof(errstr), "%s", run->errstr[0] ? run->errstr : "curl setup failed");
         goto fail;
     }
     {
@@ -507,10 +558,11 @@ int main(int argc, char **argv)
         printf("{\"docs\":%" PRIu64 ",\"seconds\":%.6f,\"indexed\":%" PRIu64 ",\"failed\":%" PRIu64
                ",\"requests\":%" PRIu64 ",\"bytes_sent\":%" PRIu64 ",\"docs_per_s\":%.1f"
                ",\"nodes\":%d,\"routed\":%s,\"flush_docs\":%" PRId64 ",\"inflight\":%" PRId64
-               ",\"build_s\":%.3f}\n",
+               ",\"build_s\":%.3f,\"stream\":%s}\n",
                docs, seconds, docs - run->failed, run->failed, run->requests, run->bytes_sent,
                seconds > 0 ? (double)docs / seconds : 0.0, run->ntargets,
-               routed ? "true" : "false", flush_docs, inflight, build_s);
+               routed ? "true" : "false", flush_docs, inflight, build_s,
+               stream ? "true" : "false");
         fflush(stdout);
         rc = run->failed == 0 && run->transport_errors == 0 ? 0 : 1;
     }
