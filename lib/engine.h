@@ -72,7 +72,8 @@ struct esbulk_s {
     int64_t next_stats_ms;          /* the statistics callback's next time (serving thread) */
     struct {
         uint64_t added, indexed, failed, possibly, retried, unrouted, requests, http_429,
-            item_429, bytes_raw, bytes_sent, split_413, expired, closed, fetches;
+            item_429, bytes_raw, bytes_sent, split_413, expired, closed, fetches,
+            http_handles;
         uint64_t indices, destinations; /* held by the I/O thread now */
     } stats;
 
@@ -124,9 +125,10 @@ void esbulk__handoff_take(esbulk_t *eb, esbulk__queue_t *incoming,
  * and publishes it, so that adds wake it only when needed. */
 int64_t esbulk__handoff_sleep(esbulk_t *eb, int64_t now, int64_t due);
 /* Hands documents with their outcome set to the result queue (or frees
- * successes under result.failures_only) and adds the engine's counts. */
+ * successes under result.failures_only) and adds the engine's counts, the
+ * bytes sent and the curl handles made since the last call. */
 void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__core_counts_t *n,
-                             uint64_t bytes_sent);
+                             uint64_t bytes_sent, uint64_t handles_made);
 /* Publishes the per-node statistics (JSON text, taken over) and the sizes
  * of the engine's state. */
 void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,

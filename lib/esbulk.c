@@ -1209,6 +1209,7 @@ char *esbulk_stats_json(esbulk_t *eb)
     STAT(expired);
     STAT(closed);
     STAT(fetches);
+    STAT(http_handles);
     STAT(indices);
     STAT(destinations);
 #undef STAT

@@ -71,7 +71,7 @@ int64_t esbulk__handoff_sleep(esbulk_t *eb, int64_t now, int64_t due)
 }
 
 void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__core_counts_t *n,
-                             uint64_t bytes_sent)
+                             uint64_t bytes_sent, uint64_t handles_made)
 {
     int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
     int keep_body = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_KEEP_BODY);
@@ -112,6 +112,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     eb->stats.bytes_raw += n->bytes_raw;
     eb->stats.fetches += n->fetches;
     eb->stats.bytes_sent += bytes_sent;
+    eb->stats.http_handles += handles_made;
     eb->stats.indexed += indexed;
     eb->stats.failed += failed;
     eb->stats.possibly += possibly;

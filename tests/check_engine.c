@@ -804,6 +804,19 @@ START_TEST(test_request_bodies_are_the_lines)
     ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
     ck_assert_int_eq(results_seen, 300);
     ck_assert_int_eq(failed_seen + possibly_seen, 0);
+    {
+        /* one request at a time: each one after the first reuses the curl
+         * handle of the one before (with its options all set again: the
+         * bodies below are whole) */
+        char *stats = esbulk_stats_json(eb);
+        json_t *st = json_loads(stats, 0, NULL);
+
+        ck_assert_ptr_nonnull(st);
+        ck_assert_int_ge(json_integer_value(json_object_get(st, "requests")), 5);
+        ck_assert_int_eq(json_integer_value(json_object_get(st, "http_handles")), 1);
+        json_decref(st);
+        esbulk_free(stats);
+    }
     esbulk_destroy(eb); /* its connections close: their threads end */
     recorder_stop(&rec, th);
     ck_assert_int_ge(rec.requests, 5);
