@@ -45,6 +45,8 @@ typedef struct core_dest_s {
     esbulk__ahead_t ahead; /* q's ahead links: send_batch prefetches by them (it
                               may hold up to buffer.max.docs, out of every cache) */
     esbulk__queue_t retry_q; /* ordering=per_id: retries waiting to go first */
+    int64_t retry_latest;    /* the latest retry_at in retry_q: it goes then, whole */
+    int64_t retry_deadline;  /* the earliest deadline_ms in retry_q (INT64_MAX: none) */
     int inflight;
     size_t batch_cap;   /* after a 413: at most this many documents */
     int cap_ok;         /* full-size successes since; 16 double the cap again */
@@ -74,6 +76,15 @@ struct core_ix_s {
     ix_t *fnext;              /* core->fetch_q */
 };
 
+/* Retries looked for at the same time (retry_look_at), in the order they
+ * failed; min_deadline: the earliest deadline_ms among them (INT64_MAX:
+ * none), so that the expiry scan skips the bucket until then. */
+typedef struct retry_bucket_s {
+    int64_t at;
+    int64_t min_deadline;
+    esbulk__queue_t q;
+} retry_bucket_t;
+
 struct esbulk__core_s {
     esbulk__core_conf_t cf;
     esbulk__log_t log;
@@ -99,8 +110,13 @@ struct esbulk__core_s {
     int layouts_changed;      /* an index entry came or went (esbulk__core_layouts) */
     int64_t last_ask_ms;      /* the last cluster read asked for */
     int64_t view_ms;          /* the last cluster view received */
-    esbulk__queue_t retry;    /* documents waiting for their retry time */
-    int64_t retry_min_ms;     /* the earliest retry_at in retry (INT64_MAX: none) */
+    /* documents waiting for their retry time, in buckets by the time they
+     * are looked for (retry_look_at), earliest first; retry_min_ms is the
+     * first bucket's (INT64_MAX: none) */
+    struct retry_bucket_s *rb;
+    size_t nrb, caprb;
+    int64_t retry_min_ms;
+    uint64_t retry_walked;    /* waiting retries the scans visited (for the tests) */
     esbulk__send_t *inflight; /* requests in flight */
     size_t ninflight;
     size_t held;              /* documents without an outcome */
@@ -728,7 +744,9 @@ void esbulk__core_free(esbulk__core_t *c)
         free_queue(&c->ixs->wait);
         ix_free(c, c->ixs);
     }
-    free_queue(&c->retry);
+    while (c->nrb > 0)
+        free_queue(&c->rb[--c->nrb].q);
+    free(c->rb);
     free_queue(&c->done);
     while (c->targets != NULL) {
         target_t *t = c->targets;
@@ -947,6 +965,81 @@ void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t now)
     route_push(c, d, 0, now);
 }
 
+/* When retries due at `at` are looked for: `at` rounded down to a step of
+ * an eighth of the first backoff (1 to 100 ms). The retries wait in buckets
+ * by that time (retry_push), so that a look takes whole buckets and walks
+ * only the documents due: with each document's own jitter, a whole buffer
+ * that failed at once (the cluster down) was walked again for almost each
+ * of them, a core busy for nothing. A retry goes at most one step early
+ * (never after its time, nor past its deadline when its time was not). */
+static int64_t retry_look_at(const esbulk__core_t *c, int64_t at)
+{
+    int64_t step = c->cf.backoff_ms / 8;
+
+    if (step < 1)
+        step = 1;
+    else if (step > 100)
+        step = 100;
+    if (at < 0)
+        return at;
+    return at - at % step;
+}
+
+/* Queues doc for a retry at doc->retry_at_ms: in the bucket of its look
+ * time, made if there is none. ESBULK_ERR_NOMEM if none could be made
+ * (doc is not queued). */
+static esbulk_err_t retry_push(esbulk__core_t *c, esbulk__doc_t *doc)
+{
+    int64_t look = retry_look_at(c, doc->retry_at_ms);
+    size_t lo = 0, hi = c->nrb;
+    retry_bucket_t *b;
+
+    /* the first bucket at or after look (most often the last one) */
+    if (hi > 0 && c->rb[hi - 1].at < look) {
+        lo = hi;
+    } else {
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+
+            if (c->rb[mid].at < look)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    if (lo == c->nrb || c->rb[lo].at != look) {
+        if (c->nrb == c->caprb) {
+            size_t cap = c->caprb ? c->caprb * 2 : 16;
+            retry_bucket_t *nb = realloc(c->rb, cap * sizeof(*nb));
+
+            if (nb == NULL)
+                return ESBULK_ERR_NOMEM;
+            c->rb = nb;
+            c->caprb = cap;
+        }
+        memmove(&c->rb[lo + 1], &c->rb[lo], (c->nrb - lo) * sizeof(*c->rb));
+        c->nrb++;
+        b = &c->rb[lo];
+        b->at = look;
+        b->min_deadline = INT64_MAX;
+        memset(&b->q, 0, sizeof(b->q));
+    }
+    b = &c->rb[lo];
+    esbulk__queue_push(&b->q, doc);
+    if (doc->deadline_ms > 0 && doc->deadline_ms < b->min_deadline)
+        b->min_deadline = doc->deadline_ms;
+    c->retry_min_ms = c->rb[0].at;
+    return ESBULK_OK;
+}
+
+/* Takes bucket i out (its queue is the caller's now). */
+static void retry_bucket_drop(esbulk__core_t *c, size_t i)
+{
+    memmove(&c->rb[i], &c->rb[i + 1], (c->nrb - i - 1) * sizeof(*c->rb));
+    c->nrb--;
+    c->retry_min_ms = c->nrb > 0 ? c->rb[0].at : INT64_MAX;
+}
+
 static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int ambiguous,
                              esbulk_err_t err, int32_t status, const char *type,
                              const char *reason, int64_t now)
@@ -974,13 +1067,23 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
         doc->retry_at_ms = at;
         c->counts.retried++;
         if (c->cf.per_id && dest != NULL) {
+            if (dest->retry_q.count == 0) {
+                dest->retry_latest = at;
+                dest->retry_deadline = INT64_MAX;
+            }
+            if (at > dest->retry_latest)
+                dest->retry_latest = at;
+            if (doc->deadline_ms > 0 && doc->deadline_ms < dest->retry_deadline)
+                dest->retry_deadline = doc->deadline_ms;
             esbulk__queue_push(&dest->retry_q, doc);
             dest_activate(c, dest);
-        } else {
-            esbulk__queue_push(&c->retry, doc);
-            if (at < c->retry_min_ms)
-                c->retry_min_ms = at;
+            return;
         }
+        if (retry_push(c, doc) == ESBULK_OK)
+            return;
+        c->counts.retried--;
+        deliver(c, doc, doc->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
+                ESBULK_ERR_NOMEM, status, type, "out of memory queuing its retry");
         return;
     }
     snprintf(why, sizeof(why), "%s after %d attempt%s: %s",
@@ -996,22 +1099,17 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
  * and in their original order. */
 static void retries_due(esbulk__core_t *c, int64_t now)
 {
-    esbulk__queue_t keep = {0}, due = {0};
+    esbulk__queue_t due = {0};
     esbulk__doc_t *d, *rev = NULL, *next;
     dest_t *dest;
 
-    if (c->retry.head != NULL && c->retry_min_ms <= now) {
-        c->retry_min_ms = INT64_MAX;
-        while ((d = esbulk__queue_pop(&c->retry)) != NULL) {
-            if (d->retry_at_ms <= now) {
-                esbulk__queue_push(&due, d);
-            } else {
-                esbulk__queue_push(&keep, d);
-                if (d->retry_at_ms < c->retry_min_ms)
-                    c->retry_min_ms = d->retry_at_ms;
-            }
+    if (c->nrb > 0 && c->retry_min_ms <= now) {
+        /* whole buckets: only the documents due are walked */
+        while (c->nrb > 0 && c->rb[0].at <= now) {
+            c->retry_walked += c->rb[0].q.count;
+            esbulk__queue_append(&due, &c->rb[0].q);
+            retry_bucket_drop(c, 0);
         }
-        c->retry = keep;
         /* reversed, so that pushing each to the front keeps their order */
         for (d = due.head; d != NULL; d = next) {
             next = d->next;
@@ -1026,14 +1124,10 @@ static void retries_due(esbulk__core_t *c, int64_t now)
     if (!c->cf.per_id)
         return;
     for (dest = c->active; dest != NULL; dest = dest->anext) {
-        int64_t latest = 0;
-
         if (dest->retry_q.count == 0)
             continue;
-        for (d = dest->retry_q.head; d != NULL; d = d->next)
-            if (d->retry_at_ms > latest)
-                latest = d->retry_at_ms;
-        if (latest <= now) {
+        if (dest->retry_latest <= now) {
+            c->retry_walked += dest->retry_q.count;
             for (d = dest->retry_q.head; d != NULL; d = d->next)
                 d->queued_ms = now;
             esbulk__queue_prepend(&dest->q, &dest->retry_q);
@@ -1102,19 +1196,43 @@ static void expire_all(esbulk__core_t *c, int64_t now)
 {
     dest_t *dest;
     esbulk__doc_t *d;
+    size_t i;
 
     for (dest = c->active; dest != NULL; dest = dest->anext) {
         expire_ordered(c, &dest->q, &dest->ahead, now);
-        expire_unordered(c, &dest->retry_q, now);
+        if (dest->retry_q.head != NULL && now >= dest->retry_deadline) {
+            c->retry_walked += dest->retry_q.count;
+            expire_unordered(c, &dest->retry_q, now);
+            dest->retry_latest = 0;
+            dest->retry_deadline = INT64_MAX;
+            for (d = dest->retry_q.head; d != NULL; d = d->next) {
+                if (d->retry_at_ms > dest->retry_latest)
+                    dest->retry_latest = d->retry_at_ms;
+                if (d->deadline_ms > 0 && d->deadline_ms < dest->retry_deadline)
+                    dest->retry_deadline = d->deadline_ms;
+            }
+        }
         if (dest->q.head != NULL)
             dest->oldest_ms = dest->q.head->queued_ms;
     }
-    if (c->retry.head != NULL) {
-        expire_unordered(c, &c->retry, now);
-        c->retry_min_ms = INT64_MAX;
-        for (d = c->retry.head; d != NULL; d = d->next)
-            if (d->retry_at_ms < c->retry_min_ms)
-                c->retry_min_ms = d->retry_at_ms;
+    /* only the buckets holding a document past its deadline are walked */
+    for (i = 0; i < c->nrb;) {
+        retry_bucket_t *b = &c->rb[i];
+
+        if (now < b->min_deadline) {
+            i++;
+            continue;
+        }
+        c->retry_walked += b->q.count;
+        expire_unordered(c, &b->q, now);
+        b->min_deadline = INT64_MAX;
+        for (d = b->q.head; d != NULL; d = d->next)
+            if (d->deadline_ms > 0 && d->deadline_ms < b->min_deadline)
+                b->min_deadline = d->deadline_ms;
+        if (b->q.count == 0)
+            retry_bucket_drop(c, i);
+        else
+            i++;
     }
 }
 
@@ -1158,7 +1276,6 @@ int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
 {
     int64_t due = INT64_MAX, t;
     dest_t *dest, *dn;
-    esbulk__doc_t *d;
 
     /* A destination already due was offered a send this round: if it still
      * waits, its node has no request slot free, and an answer wakes the
@@ -1172,9 +1289,9 @@ int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
         t = esbulk__flush_due_ms(&c->cf.flush, dest->q.count, dest->oldest_ms);
         if (t > now && t < due)
             due = t;
-        for (d = dest->retry_q.head; d != NULL; d = d->next)
-            if (d->retry_at_ms < due)
-                due = d->retry_at_ms;
+        /* its retries go all at once, at the latest one's time */
+        if (dest->retry_q.count > 0 && dest->retry_latest < due)
+            due = dest->retry_latest;
     }
     if (c->retry_min_ms < due)
         due = c->retry_min_ms;
@@ -1570,8 +1687,12 @@ void esbulk__core_abort(esbulk__core_t *c)
     for (ix = c->ixs; ix != NULL; ix = ix->next)
         fail_queue(c, &ix->wait);
     c->waiting = 0;
-    fail_queue(c, &c->retry);
-    c->retry_min_ms = INT64_MAX;
+    while (c->nrb > 0) {
+        esbulk__queue_t q = c->rb[c->nrb - 1].q;
+
+        retry_bucket_drop(c, c->nrb - 1);
+        fail_queue(c, &q);
+    }
 }
 
 void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__core_counts_t *n)
@@ -1590,6 +1711,11 @@ void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__cor
 }
 
 size_t esbulk__core_inflight(const esbulk__core_t *c) { return c->ninflight; }
+uint64_t esbulk__core_retry_walked(const esbulk__core_t *c)
+{
+    return c->retry_walked;
+}
+
 size_t esbulk__core_held(const esbulk__core_t *c) { return c->held; }
 size_t esbulk__core_nindices(const esbulk__core_t *c) { return c->nixs; }
 size_t esbulk__core_ndests(const esbulk__core_t *c) { return c->ndests; }

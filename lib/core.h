@@ -208,6 +208,9 @@ void esbulk__core_take_done(esbulk__core_t *core, esbulk__queue_t *out,
 /* Requests in flight; documents held (queued, waiting, in flight). */
 size_t esbulk__core_inflight(const esbulk__core_t *core);
 size_t esbulk__core_held(const esbulk__core_t *core);
+/* Waiting retries the retry and expiry scans visited so far (for the
+ * tests: a scan walks only the documents it moves or may expire). */
+uint64_t esbulk__core_retry_walked(const esbulk__core_t *core);
 /* Index entries and destinations held (bounded by topology.idle.ms). */
 size_t esbulk__core_nindices(const esbulk__core_t *core);
 size_t esbulk__core_ndests(const esbulk__core_t *core);

@@ -1038,6 +1038,86 @@ START_TEST(test_delivery_timeout)
 }
 END_TEST
 
+/* A whole request fails (the cluster down): its documents wait for their
+ * retries, each with its own jitter, and the scans visit each of them once
+ * when it is due, not all of them for each one due (a busy core while the
+ * cluster is down); the expiry scan skips them until a deadline is near.
+ * Every document is retried and indexed once. */
+START_TEST(test_retry_scans_walk_only_due)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000, t;
+    long n, total = 2000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.max_inflight = 1;
+    cf.flush.flush_docs = (size_t)total;
+    cf.retry_max = 5;
+    fx_open(&cf);
+    for (n = 0; n < total; n++)
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, n, now + 600000), now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, (size_t)total);
+    answer_http(s, 503, "", now);
+    ck_assert_uint_eq(esbulk__core_held(fx.core), (size_t)total);
+    for (t = now; t <= now + 2 * cf.backoff_max_ms && esbulk__core_held(fx.core) > 0; t++) {
+        esbulk__core_tick(fx.core, t);
+        while ((s = esbulk__core_next_send(fx.core, 1, t)) != NULL)
+            answer_items(s, NULL, t);
+    }
+    ck_assert_uint_eq(esbulk__core_held(fx.core), 0);
+    ck_assert_uint_le(esbulk__core_retry_walked(fx.core), (uint64_t)total);
+    for (n = 0; n < total; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* ordering=per_id: a destination's retries go together at the latest one's
+ * time; until then the core has nothing due for them (the driver sleeps:
+ * waking at the earliest one's time and finding nothing to send, it spun). */
+START_TEST(test_per_id_retries_no_spin)
+{
+    esbulk__core_conf_t cf = base_conf();
+    int st[8];
+    esbulk__send_t *s;
+    int64_t now = 1000, t;
+    int i, sent = 0;
+
+    cf.per_id = 1;
+    cf.max_inflight = 1;
+    fx_open_known(&cf, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now); /* the warm-up document */
+    drop_warm();
+    for (i = 0; i < 8; i++) {
+        add(i, "same", now);
+        st[i] = 429;
+    }
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 8);
+    answer_items(s, st, now); /* each retry gets its own jitter */
+    for (t = now; t <= now + 2 * cf.backoff_max_ms && esbulk__core_held(fx.core) > 0; t++) {
+        esbulk__core_tick(fx.core, t);
+        if ((s = esbulk__core_next_send(fx.core, 0, t)) != NULL) {
+            ck_assert_uint_eq(s->ndocs, 8); /* together, in their order */
+            for (i = 0; i < 8; i++)
+                ck_assert_int_eq(num(s->docs[i]), i);
+            answer_items(s, NULL, t);
+            sent++;
+            continue;
+        }
+        ck_assert_msg(esbulk__core_next_deadline(fx.core, t) > t,
+                      "at %lld nothing to send, yet something is due", (long long)t);
+    }
+    ck_assert_int_eq(sent, 1);
+    for (i = 0; i < 8; i++)
+        expect(i, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 /* ordering=per_id: one request at a time per shard, and a retry goes
  * before a later version of the same id. */
 START_TEST(test_per_id_ordering)
@@ -1734,6 +1814,8 @@ int main(void)
     tcase_add_test(tc, test_retry_max);
     tcase_add_test(tc, test_delivery_timeout);
     tcase_add_test(tc, test_per_id_ordering);
+    tcase_add_test(tc, test_retry_scans_walk_only_due);
+    tcase_add_test(tc, test_per_id_retries_no_spin);
     tcase_add_test(tc, test_answer_fields);
     tcase_add_test(tc, test_result_from_status);
     tcase_add_test(tc, test_answer_fields_wanted);
