@@ -159,6 +159,33 @@ MUTANTS = [
      """    return p < end && *p == '"' ? str_scan(p, end, out) : NULL;""",
      """    return p < end && *p != '"' ? p : p < end ? str_scan(p, end, out) : NULL;""",
      "the fast path skips a string key without its value, as if it were absent"),
+    ("expiry-walks-every-retry", "lib/core.c",
+     """        if (now < b->min_deadline) {""",
+     """        if (now < b->min_deadline && 0) {""",
+     "the expiry scan walks every waiting retry, deadline near or not"),
+    ("look-walks-waiting-bucket", "lib/core.c",
+     """        while (c->nrb > 0 && c->rb[0].at <= now) {""",
+     """        if (c->nrb > 0) {
+            esbulk__doc_t *w;
+            for (w = c->rb[0].q.head; w != NULL; w = w->next)
+                c->retry_walked++;
+        }
+        while (c->nrb > 0 && c->rb[0].at <= now) {""",
+     "each look walks a waiting bucket besides the due ones (the old walk of all)"),
+    ("per-id-wakes-at-earliest", "lib/core.c",
+     """        if (dest->retry_q.count > 0 && dest->retry_latest < due)
+            due = dest->retry_latest;""",
+     """        {
+            esbulk__doc_t *w;
+            for (w = dest->retry_q.head; w != NULL; w = w->next)
+                if (w->retry_at_ms < due)
+                    due = w->retry_at_ms;
+        }""",
+     "per_id retries wake the I/O thread at the earliest one's time (it spins)"),
+    ("curl-handle-per-request", "lib/io.c",
+     """        if (io->nspare_easy < SPARE_EASY) {""",
+     """        if (io->nspare_easy < 0) {""",
+     "a curl handle made and freed for every request"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
