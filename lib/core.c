@@ -966,16 +966,20 @@ void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t now)
 }
 
 /* When retries due at `at` are looked for: `at` rounded down to a step of
- * an eighth of the first backoff (1 to 100 ms). The retries wait in buckets
- * by that time (retry_push), so that a look takes whole buckets and walks
- * only the documents due: with each document's own jitter, a whole buffer
- * that failed at once (the cluster down) was walked again for almost each
- * of them, a core busy for nothing. A retry goes at most one step early
- * (never after its time, nor past its deadline when its time was not). */
+ * an eighth of the first backoff, or a 1024th of the longest if more (1 to
+ * 100 ms: about a thousand buckets at most over the backoffs' span). The
+ * retries wait in buckets by that time (retry_push), so that a look takes
+ * whole buckets and walks only the documents due: with each document's own
+ * jitter, a whole buffer that failed at once (the cluster down) was walked
+ * again for almost each of them, a core busy for nothing. A retry goes at
+ * most one step early (never after its time, nor past its deadline when its
+ * time was not). */
 static int64_t retry_look_at(const esbulk__core_t *c, int64_t at)
 {
     int64_t step = c->cf.backoff_ms / 8;
 
+    if (c->cf.backoff_max_ms / 1024 > step)
+        step = c->cf.backoff_max_ms / 1024;
     if (step < 1)
         step = 1;
     else if (step > 100)
