@@ -111,11 +111,9 @@ struct esbulk__core_s {
     int64_t last_ask_ms;      /* the last cluster read asked for */
     int64_t view_ms;          /* the last cluster view received */
     /* documents waiting for their retry time, in buckets by the time they
-     * are looked for (retry_look_at), earliest first; retry_min_ms is the
-     * first bucket's (INT64_MAX: none) */
+     * are looked for (retry_look_at), earliest first */
     struct retry_bucket_s *rb;
     size_t nrb, caprb;
-    int64_t retry_min_ms;
     uint64_t retry_walked;    /* waiting retries the scans visited (for the tests) */
     esbulk__send_t *inflight; /* requests in flight */
     size_t ninflight;
@@ -682,7 +680,6 @@ esbulk__core_t *esbulk__core_new(const esbulk__core_conf_t *conf, const esbulk__
     if (log != NULL)
         c->log = *log;
     c->rng = seed | 1;
-    c->retry_min_ms = INT64_MAX;
     c->last_ask_ms = INT64_MIN / 2;
     return c;
 }
@@ -1032,16 +1029,14 @@ static esbulk_err_t retry_push(esbulk__core_t *c, esbulk__doc_t *doc)
     esbulk__queue_push(&b->q, doc);
     if (doc->deadline_ms > 0 && doc->deadline_ms < b->min_deadline)
         b->min_deadline = doc->deadline_ms;
-    c->retry_min_ms = c->rb[0].at;
     return ESBULK_OK;
 }
 
-/* Takes bucket i out (its queue is the caller's now). */
-static void retry_bucket_drop(esbulk__core_t *c, size_t i)
+/* Takes buckets [i, i + n) out (their queues are the caller's now). */
+static void retry_buckets_drop(esbulk__core_t *c, size_t i, size_t n)
 {
-    memmove(&c->rb[i], &c->rb[i + 1], (c->nrb - i - 1) * sizeof(*c->rb));
-    c->nrb--;
-    c->retry_min_ms = c->nrb > 0 ? c->rb[0].at : INT64_MAX;
+    memmove(&c->rb[i], &c->rb[i + n], (c->nrb - i - n) * sizeof(*c->rb));
+    c->nrb -= n;
 }
 
 static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int ambiguous,
@@ -1107,13 +1102,15 @@ static void retries_due(esbulk__core_t *c, int64_t now)
     esbulk__doc_t *d, *rev = NULL, *next;
     dest_t *dest;
 
-    if (c->nrb > 0 && c->retry_min_ms <= now) {
+    if (c->nrb > 0 && c->rb[0].at <= now) {
+        size_t k;
+
         /* whole buckets: only the documents due are walked */
-        while (c->nrb > 0 && c->rb[0].at <= now) {
-            c->retry_walked += c->rb[0].q.count;
-            esbulk__queue_append(&due, &c->rb[0].q);
-            retry_bucket_drop(c, 0);
+        for (k = 0; k < c->nrb && c->rb[k].at <= now; k++) {
+            c->retry_walked += c->rb[k].q.count;
+            esbulk__queue_append(&due, &c->rb[k].q);
         }
+        retry_buckets_drop(c, 0, k);
         /* reversed, so that pushing each to the front keeps their order */
         for (d = due.head; d != NULL; d = next) {
             next = d->next;
@@ -1234,7 +1231,7 @@ static void expire_all(esbulk__core_t *c, int64_t now)
             if (d->deadline_ms > 0 && d->deadline_ms < b->min_deadline)
                 b->min_deadline = d->deadline_ms;
         if (b->q.count == 0)
-            retry_bucket_drop(c, i);
+            retry_buckets_drop(c, i, 1);
         else
             i++;
     }
@@ -1297,8 +1294,8 @@ int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
         if (dest->retry_q.count > 0 && dest->retry_latest < due)
             due = dest->retry_latest;
     }
-    if (c->retry_min_ms < due)
-        due = c->retry_min_ms;
+    if (c->nrb > 0 && c->rb[0].at < due)
+        due = c->rb[0].at; /* the first bucket's look */
     if (c->held > 0 && c->next_expire_ms < due)
         due = c->next_expire_ms;
     if ((c->ndests > 0 || c->nixs > 0) && c->next_sweep_ms < due)
@@ -1691,12 +1688,8 @@ void esbulk__core_abort(esbulk__core_t *c)
     for (ix = c->ixs; ix != NULL; ix = ix->next)
         fail_queue(c, &ix->wait);
     c->waiting = 0;
-    while (c->nrb > 0) {
-        esbulk__queue_t q = c->rb[c->nrb - 1].q;
-
-        retry_bucket_drop(c, c->nrb - 1);
-        fail_queue(c, &q);
-    }
+    while (c->nrb > 0)
+        fail_queue(c, &c->rb[--c->nrb].q);
 }
 
 void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__core_counts_t *n)

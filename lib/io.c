@@ -283,12 +283,11 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
     curl_easy_setopt(x->easy, CURLOPT_URL, url);
     curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
     /* a kept handle holds the previous transfer's options: every option
-     * set on any transfer is set here on every one (POSTFIELDS NULL: curl
-     * reads the body through the callback) */
+     * set on any transfer is set here on every one, but POSTFIELDS, which
+     * xfer_free clears (without it curl reads the body by the callback) */
     if (x->body.data != NULL) {
         curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body.data);
     } else {
-        curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, NULL);
         curl_easy_setopt(x->easy, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(x->easy, CURLOPT_READDATA, x);
         curl_easy_setopt(x->easy, CURLOPT_SEEKFUNCTION, on_seek);

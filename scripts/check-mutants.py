@@ -164,13 +164,12 @@ MUTANTS = [
      """        if (now < b->min_deadline && 0) {""",
      "the expiry scan walks every waiting retry, deadline near or not"),
     ("look-walks-waiting-bucket", "lib/core.c",
-     """        while (c->nrb > 0 && c->rb[0].at <= now) {""",
-     """        if (c->nrb > 0) {
+     """        /* whole buckets: only the documents due are walked */""",
+     """        if (c->nrb > 1) {
             esbulk__doc_t *w;
-            for (w = c->rb[0].q.head; w != NULL; w = w->next)
+            for (w = c->rb[c->nrb - 1].q.head; w != NULL; w = w->next)
                 c->retry_walked++;
-        }
-        while (c->nrb > 0 && c->rb[0].at <= now) {""",
+        }""",
      "each look walks a waiting bucket besides the due ones (the old walk of all)"),
     ("per-id-wakes-at-earliest", "lib/core.c",
      """        if (dest->retry_q.count > 0 && dest->retry_latest < due)
