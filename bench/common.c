@@ -171,6 +171,13 @@ double bench_sys_s(void)
     return rusage_s(1);
 }
 
+uint64_t bench_minor_faults(void)
+{
+    struct rusage ru;
+
+    return getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_minflt > 0 ? (uint64_t)ru.ru_minflt : 0;
+}
+
 int bench_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     char *end;
@@ -287,6 +294,7 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     counts_t counts;
     char msg[512];
     double t0, c0, s0;
+    uint64_t f0;
     size_t i;
     int shown_add = 0, failures_only = 0;
 
@@ -325,6 +333,7 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     t0 = bench_now_s();
     c0 = bench_cpu_s();
     s0 = bench_sys_s();
+    f0 = bench_minor_faults();
     for (i = 0; i < opts->n; i++) {
         char id[24];
         size_t id_len = opts->ids ? bench_u64_str(id, (uint64_t)i + 1) : 0;
@@ -354,6 +363,7 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     res->wall_s = bench_now_s() - t0;
     res->cpu_s = bench_cpu_s() - c0;
     res->sys_s = bench_sys_s() - s0;
+    res->minor_faults = bench_minor_faults() - f0;
     res->stats = esbulk_stats_json(eb);
     if (failures_only && res->stats != NULL) {
         /* result.failures_only: successes are counted by the library, not

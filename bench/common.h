@@ -38,6 +38,8 @@ double bench_now_s(void);
 double bench_cpu_s(void);
 /* Kernel (system) CPU seconds of this process so far. */
 double bench_sys_s(void);
+/* The process's minor page faults so far (0 if unknown). */
+uint64_t bench_minor_faults(void);
 
 /* Parses a decimal integer in [min, max]. 0 on success, -1 otherwise. */
 int bench_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
@@ -68,6 +70,9 @@ typedef struct {
     double cpu_s;             /* process CPU over the same span */
     double sys_s;             /* of it, in the kernel (on loopback that includes the
                                  receiving side's TCP work, done in the sender's context) */
+    uint64_t minor_faults;    /* pages the kernel mapped in over the same span (memory
+                                 touched for the first time, or again after a free gave
+                                 it back) */
     char *stats;              /* esbulk_stats_json() after the flush; esbulk_free() it */
 } bench_engine_result_t;
 

@@ -536,12 +536,14 @@ int main(int argc, char **argv)
                "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
                "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
                ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
+               ",\"minor_faults\":%" PRIu64
                ",\"sink\":\"%s\",\"sink_nodes\":%d,\"cpu_ns_per_doc_passes\":[",
                res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
                res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
                res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
                res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed,
-               res.possibly, stat_u64(stats, "requests"), sink, sink == sink_url ? sink_nodes : 0);
+               res.possibly, stat_u64(stats, "requests"), res.minor_faults, sink,
+               sink == sink_url ? sink_nodes : 0);
         for (i = 0; i < npass; i++)
             printf("%s%.1f", i > 0 ? "," : "", pass_ns[i]);
         printf("]}}\n");

@@ -13,6 +13,8 @@
 #define LAT_RING 512
 #define EXPIRE_SCAN_MS 100
 #define SWEEP_MAX_MS 1000
+/* the most bytes of arrays the answered requests kept hold (send_free) */
+#define SPARE_SEND_BYTES ((size_t)16 << 20)
 
 typedef struct core_target_s {
     char *url;          /* base URL */
@@ -117,6 +119,10 @@ struct esbulk__core_s {
     uint64_t retry_walked;    /* waiting retries the scans visited (for the tests) */
     esbulk__send_t *inflight; /* requests in flight */
     size_t ninflight;
+    esbulk__send_t *spare_sends; /* answered requests kept with their arrays (send_free) */
+    size_t nspare_sends, spare_send_bytes;
+    uint64_t sends_made;      /* requests' arrays allocated (for the tests) */
+    esbulk__resp_scratch_t scratch; /* the answers' items, read one answer at a time */
     size_t held;              /* documents without an outcome */
     size_t waiting;           /* of which in the indices' wait queues */
     esbulk__queue_t done;     /* outcomes known, for esbulk__core_take_done() */
@@ -732,6 +738,14 @@ void esbulk__core_free(esbulk__core_t *c)
         free(s->docs);
         free(s);
     }
+    while (c->spare_sends != NULL) {
+        esbulk__send_t *s = c->spare_sends;
+
+        c->spare_sends = s->next;
+        free(s->docs);
+        free(s);
+    }
+    esbulk__response_scratch_free(&c->scratch);
     while (c->dests != NULL) {
         free_queue(&c->dests->q);
         free_queue(&c->dests->retry_q);
@@ -1321,6 +1335,55 @@ int64_t esbulk__core_next_deadline(esbulk__core_t *c, int64_t now)
 /* ------------------------------------------------------------------------- */
 /* Requests */
 
+/* Bytes of a request's arrays for cap documents. */
+#define SEND_ARRAYS(s, cap) ((sizeof(*(s)->docs) + sizeof(*(s)->lines) + sizeof(*(s)->want)) * (cap))
+
+/* A request with arrays for at least need documents, and at most limit:
+ * the last one answered if it is that large. The arrays are 56 bytes a
+ * document (280 KB at flush.docs' default). Made and freed for each
+ * request, the allocator gave their pages back to the kernel at a free and
+ * faulted them in again at the next request, page by page; so they are
+ * kept (send_free), and made a power of two large (up to limit), for a
+ * request of a few documents to serve the next full one. */
+static esbulk__send_t *send_new(esbulk__core_t *c, size_t need, size_t limit)
+{
+    esbulk__send_t *s = c->spare_sends;
+    esbulk__doc_t **docs = NULL;
+    size_t cap = 1;
+
+    if (s != NULL) {
+        c->spare_sends = s->next;
+        c->nspare_sends--;
+        c->spare_send_bytes -= SEND_ARRAYS(s, s->cap);
+        if (s->cap >= need) {
+            docs = s->docs;
+            cap = s->cap;
+        } else { /* a larger one is made below */
+            free(s->docs);
+        }
+    } else if ((s = malloc(sizeof(*s))) == NULL) {
+        return NULL;
+    }
+    if (docs == NULL) {
+        while (cap < need)
+            cap <<= 1;
+        if (cap > limit)
+            cap = limit > need ? limit : need;
+        if ((docs = malloc(SEND_ARRAYS(s, cap))) == NULL) {
+            free(s);
+            return NULL;
+        }
+        c->sends_made++;
+    }
+    memset(s, 0, sizeof(*s));
+    s->docs = docs;
+    s->cap = cap;
+    /* one allocation for the three arrays (each of 8-byte members) */
+    s->lines = (esbulk__send_lines_t *)(void *)(s->docs + cap);
+    s->want = (esbulk__resp_want_t *)(void *)(s->lines + cap);
+    return s;
+}
+
 static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *target, int64_t now)
 {
     size_t max_docs = c->cf.flush.flush_docs, n, bytes = 0;
@@ -1331,15 +1394,8 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
         max_docs = dest->batch_cap;
     if (max_docs > dest->q.count)
         max_docs = dest->q.count;
-    s = calloc(1, sizeof(*s));
-    /* one allocation for the three arrays (each of 8-byte members) */
-    if (s == NULL || (s->docs = malloc((sizeof(*s->docs) + sizeof(*s->lines) +
-                                        sizeof(*s->want)) * max_docs)) == NULL) {
-        free(s);
+    if ((s = send_new(c, max_docs, c->cf.flush.flush_docs)) == NULL)
         return NULL;
-    }
-    s->lines = (esbulk__send_lines_t *)(void *)(s->docs + max_docs);
-    s->want = (esbulk__resp_want_t *)(void *)(s->lines + max_docs);
     /* documents up to flush.docs and, past the first, flush.bytes, in one
      * walk (each record is a cache miss by now) */
     for (n = 0; n < max_docs && (d = dest->q.head) != NULL; n++) {
@@ -1410,8 +1466,21 @@ static void send_unlink(esbulk__core_t *c, esbulk__send_t *s)
     s->dest->inflight--;
 }
 
-static void send_free(esbulk__send_t *s)
+/* s kept for a next request, up to ESBULK__CORE_SPARE_SENDS of them and
+ * SPARE_SEND_BYTES of arrays (more are in flight at once only with many
+ * nodes or max.inflight.per.node raised), else freed. */
+static void send_free(esbulk__core_t *c, esbulk__send_t *s)
 {
+    size_t bytes = SEND_ARRAYS(s, s->cap);
+
+    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS &&
+        c->spare_send_bytes + bytes <= SPARE_SEND_BYTES) {
+        s->next = c->spare_sends;
+        c->spare_sends = s;
+        c->nspare_sends++;
+        c->spare_send_bytes += bytes;
+        return;
+    }
     free(s->docs);
     free(s);
 }
@@ -1428,7 +1497,7 @@ void esbulk__core_unsend(esbulk__core_t *c, esbulk__send_t *s, int64_t now)
         s->docs[i - 1]->attempts--;
         dest_push(c, s->dest, s->docs[i - 1], 1, now);
     }
-    send_free(s);
+    send_free(c, s);
 }
 
 /* A successful item's result when the answer did not give it (bulk_path()
@@ -1557,7 +1626,8 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
     if (a->status >= 200 && a->status <= 299 && s->ndocs > 0)
         want = s->want;
     if (esbulk__response_parse_want(a->status, a->body ? a->body : "", a->body_len, s->ndocs,
-                                    c->cf.retry_cluster_block, want, &resp) != ESBULK_OK) {
+                                    c->cf.retry_cluster_block, want, &c->scratch,
+                                    &resp) != ESBULK_OK) {
         for (i = 0; i < s->ndocs; i++)
             retry_or_give_up(c, s->dest, s->docs[i], 1, ESBULK_ERR_NOMEM, (int32_t)a->status,
                              NULL, "out of memory reading the response", now);
@@ -1649,7 +1719,7 @@ void esbulk__core_answer(esbulk__core_t *c, esbulk__send_t *s, const esbulk__ans
         answer_http(c, s, a, now);
     else
         answer_transport(c, s, a, now);
-    send_free(s);
+    send_free(c, s);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -1677,7 +1747,7 @@ void esbulk__core_abort(esbulk__core_t *c)
         for (k = 0; k < s->ndocs; k++)
             deliver(c, s->docs[k], ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_CLOSED, 0, NULL,
                     "closed while its request was in flight: it may have been indexed");
-        send_free(s);
+        send_free(c, s);
     }
     while ((dest = c->active) != NULL) {
         fail_queue(c, &dest->retry_q);
@@ -1711,6 +1781,11 @@ size_t esbulk__core_inflight(const esbulk__core_t *c) { return c->ninflight; }
 uint64_t esbulk__core_retry_walked(const esbulk__core_t *c)
 {
     return c->retry_walked;
+}
+
+uint64_t esbulk__core_sends_made(const esbulk__core_t *c)
+{
+    return c->sends_made;
 }
 
 size_t esbulk__core_held(const esbulk__core_t *c) { return c->held; }

@@ -106,6 +106,7 @@ typedef struct esbulk__send_s {
     struct core_target_s *target;
     struct core_dest_s *dest;
     int64_t start_ms;
+    size_t cap;                 /* documents the arrays hold */
     struct esbulk__send_s *prev, *next;
 } esbulk__send_t;
 
@@ -211,6 +212,10 @@ size_t esbulk__core_held(const esbulk__core_t *core);
 /* Waiting retries the retry and expiry scans visited so far (for the
  * tests: a scan walks only the documents it moves or may expire). */
 uint64_t esbulk__core_retry_walked(const esbulk__core_t *core);
+/* Requests' arrays allocated so far (for the tests: answered requests keep
+ * theirs for the next ones, up to ESBULK__CORE_SPARE_SENDS of them). */
+uint64_t esbulk__core_sends_made(const esbulk__core_t *core);
+#define ESBULK__CORE_SPARE_SENDS 8
 /* Index entries and destinations held (bounded by topology.idle.ms). */
 size_t esbulk__core_nindices(const esbulk__core_t *core);
 size_t esbulk__core_ndests(const esbulk__core_t *core);

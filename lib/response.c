@@ -247,13 +247,14 @@ static void items_free(esbulk__resp_t *out)
             free(item->error_reason);
         }
     }
-    free(out->items);
+    if (!out->items_scratch)
+        free(out->items);
     free(out->arena);
     out->items = NULL;
     out->nitems = 0;
     out->arena = NULL;
     out->arena_len = out->arena_cap = 0;
-    out->borrowed = out->item_errors = 0;
+    out->borrowed = out->item_errors = out->items_scratch = 0;
 }
 
 /* The class of a parsed item; is_delete: its operation is "delete". */
@@ -1448,7 +1449,7 @@ static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_wan
  * with out as it was (nothing kept). */
 static int fast_items(const char *body, size_t body_len, size_t expected_items,
                       int retry_cluster_block, const esbulk__resp_want_t *want, int quick_only,
-                      esbulk__resp_t *out)
+                      esbulk__resp_scratch_t *scratch, esbulk__resp_t *out)
 {
     scan_t s;
     span_t key;
@@ -1478,7 +1479,21 @@ static int fast_items(const char *body, size_t body_len, size_t expected_items,
             goto bail;
         if (expected_items > 0) {
             /* not zeroed: out->nitems counts those written */
-            out->items = malloc(expected_items * sizeof(*out->items));
+            if (scratch == NULL) {
+                out->items = malloc(expected_items * sizeof(*out->items));
+            } else {
+                if (scratch->cap < expected_items) {
+                    esbulk__item_t *p = malloc(expected_items * sizeof(*p));
+
+                    if (p == NULL)
+                        goto bail;
+                    free(scratch->items);
+                    scratch->items = p;
+                    scratch->cap = expected_items;
+                }
+                out->items = scratch->items;
+                out->items_scratch = 1;
+            }
             if (out->items == NULL)
                 goto bail;
             out->borrowed = 1;
@@ -1601,7 +1616,8 @@ enum { PATH_BOTH, PATH_SLOW, PATH_FAST, PATH_QUICK };
 
 static esbulk_err_t parse(long http_status, const char *body, size_t body_len,
                           size_t expected_items, int retry_cluster_block,
-                          const esbulk__resp_want_t *want, int path, esbulk__resp_t *out)
+                          const esbulk__resp_want_t *want, esbulk__resp_scratch_t *scratch,
+                          int path, esbulk__resp_t *out)
 {
     esbulk_err_t err;
 
@@ -1611,7 +1627,7 @@ static esbulk_err_t parse(long http_status, const char *body, size_t body_len,
         body_len = 0;
     if (http_status >= 200 && http_status <= 299 && path != PATH_SLOW && body_len > 0 &&
         fast_items(body, body_len, expected_items, retry_cluster_block, want,
-                   path == PATH_QUICK, out) == 0)
+                   path == PATH_QUICK, scratch, out) == 0)
         return ESBULK_OK;
     if (path == PATH_FAST || path == PATH_QUICK)
         return ESBULK_ERR_BAD_RESPONSE; /* out is still zeroed */
@@ -1629,15 +1645,16 @@ esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t b
                                     esbulk__resp_t *out)
 {
     return parse(http_status, body, body_len, expected_items, retry_cluster_block, NULL,
-                 PATH_BOTH, out);
+                 NULL, PATH_BOTH, out);
 }
 
 esbulk_err_t esbulk__response_parse_want(long http_status, const char *body, size_t body_len,
                                          size_t expected_items, int retry_cluster_block,
-                                         const esbulk__resp_want_t *want, esbulk__resp_t *out)
+                                         const esbulk__resp_want_t *want,
+                                         esbulk__resp_scratch_t *scratch, esbulk__resp_t *out)
 {
     return parse(http_status, body, body_len, expected_items, retry_cluster_block, want,
-                 PATH_BOTH, out);
+                 scratch, PATH_BOTH, out);
 }
 
 esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, size_t body_len,
@@ -1645,7 +1662,7 @@ esbulk_err_t esbulk__response_parse_slow(long http_status, const char *body, siz
                                          esbulk__resp_t *out)
 {
     return parse(http_status, body, body_len, expected_items, retry_cluster_block, NULL,
-                 PATH_SLOW, out);
+                 NULL, PATH_SLOW, out);
 }
 
 esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, size_t body_len,
@@ -1653,7 +1670,7 @@ esbulk_err_t esbulk__response_parse_fast(long http_status, const char *body, siz
                                          esbulk__resp_t *out)
 {
     esbulk_err_t err = parse(http_status, body, body_len, expected_items, retry_cluster_block,
-                             NULL, PATH_FAST, out);
+                             NULL, NULL, PATH_FAST, out);
 
     if (err != ESBULK_OK)
         memset(out, 0, sizeof(*out));
@@ -1665,11 +1682,18 @@ esbulk_err_t esbulk__response_parse_quick(long http_status, const char *body, si
                                           const esbulk__resp_want_t *want, esbulk__resp_t *out)
 {
     esbulk_err_t err = parse(http_status, body, body_len, expected_items, retry_cluster_block,
-                             want, PATH_QUICK, out);
+                             want, NULL, PATH_QUICK, out);
 
     if (err != ESBULK_OK)
         memset(out, 0, sizeof(*out));
     return err;
+}
+
+void esbulk__response_scratch_free(esbulk__resp_scratch_t *scratch)
+{
+    free(scratch->items);
+    scratch->items = NULL;
+    scratch->cap = 0;
 }
 
 void esbulk__response_free(esbulk__resp_t *resp)

@@ -60,7 +60,19 @@ typedef struct {
     char *arena;                 /* index, id and result that had to be copied (one
                                     allocation for all, made when the first is needed) */
     size_t arena_len, arena_cap;
+    int items_scratch;           /* items is the caller's scratch's: not freed with out */
 } esbulk__resp_t;
+
+/* Room for the items of one answer after another, kept by the caller (the
+ * engine core keeps one): an answer's items are 80 bytes each, 400 KB for
+ * 5,000, and an allocation that large made and freed for every answer went
+ * back to the kernel at each free, to be faulted in again page by page.
+ * Zero it to start; it grows to the most items an answer had; free it with
+ * esbulk__response_scratch_free. */
+typedef struct {
+    esbulk__item_t *items;
+    size_t cap;
+} esbulk__resp_scratch_t;
 
 /* What the caller sent as items[i]: the document's index and id (NULL when
  * it has none). An item that answers exactly these gets the caller's
@@ -84,12 +96,17 @@ esbulk_err_t esbulk__response_parse(long http_status, const char *body, size_t b
 /* As esbulk__response_parse, with want[0..expected_items) what was sent
  * (or NULL): an item's index (id) that equals want[i].index (id) is that
  * very pointer, so that want must outlive out. Same classification and
- * same strings otherwise. */
+ * same strings otherwise. With a scratch (or NULL), out->items may be the
+ * scratch's: free out before the scratch is used again or freed. */
 esbulk_err_t esbulk__response_parse_want(long http_status, const char *body, size_t body_len,
                                          size_t expected_items, int retry_cluster_block,
-                                         const esbulk__resp_want_t *want, esbulk__resp_t *out);
+                                         const esbulk__resp_want_t *want,
+                                         esbulk__resp_scratch_t *scratch, esbulk__resp_t *out);
 
 /* Frees what out holds and zeroes it. NULL and a zeroed resp are accepted. */
 void esbulk__response_free(esbulk__resp_t *resp);
+
+/* Frees what the scratch holds and zeroes it. */
+void esbulk__response_scratch_free(esbulk__resp_scratch_t *scratch);
 
 #endif

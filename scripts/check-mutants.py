@@ -185,6 +185,16 @@ MUTANTS = [
      """        if (io->nspare_easy < SPARE_EASY) {""",
      """        if (io->nspare_easy < 0) {""",
      "a curl handle made and freed for every request"),
+    ("request-arrays-per-request", "lib/core.c",
+     """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS &&""",
+     """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS - ESBULK__CORE_SPARE_SENDS &&""",
+     "a request's arrays made and freed for every request"),
+    ("answer-items-per-answer", "lib/response.c",
+     """            if (scratch == NULL) {
+                out->items = malloc(expected_items * sizeof(*out->items));""",
+     """            if (scratch == NULL || expected_items > 0) {
+                out->items = malloc(expected_items * sizeof(*out->items));""",
+     "an answer's items allocated for every answer, the caller's scratch unused"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

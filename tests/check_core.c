@@ -1043,6 +1043,50 @@ END_TEST
  * when it is due, not all of them for each one due (a busy core while the
  * cluster is down); the expiry scan skips them until a deadline is near.
  * Every document is retried and indexed once. */
+/* Answered requests keep their arrays for the next ones: one after
+ * another, full and partial, two sets serve them all (the first, for two
+ * documents, is too small for five); of many answered at once,
+ * ESBULK__CORE_SPARE_SENDS are kept. */
+START_TEST(test_requests_keep_their_arrays)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s, *burst[20];
+    int64_t now = 1000;
+    long n = 0, m;
+    size_t i, k, want;
+    uint64_t made;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.flush.flush_docs = 5;
+    cf.max_inflight = 32;
+    fx_open(&cf);
+    for (i = 0; i < 20; i++) {
+        want = i % 2 ? 5 : 2;
+        for (k = 0; k < want; k++)
+            add(n++, NULL, now);
+        s = must_send(1, now);
+        ck_assert_uint_eq(s->ndocs, want);
+        answer_items(s, NULL, now);
+    }
+    ck_assert_uint_eq(esbulk__core_sends_made(fx.core), 2);
+    for (k = 0; k < 2; k++) {
+        made = esbulk__core_sends_made(fx.core);
+        for (i = 0; i < 20 * 5; i++)
+            add(n++, NULL, now);
+        for (i = 0; i < 20; i++)
+            burst[i] = must_send(1, now);
+        for (i = 0; i < 20; i++)
+            answer_items(burst[i], NULL, now);
+        /* the first burst found one kept, the second as many as are kept */
+        made = esbulk__core_sends_made(fx.core) - made;
+        ck_assert_uint_eq(made, (k == 0 ? 19 : 20 - ESBULK__CORE_SPARE_SENDS));
+    }
+    for (m = 0; m < n; m++)
+        expect(m, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 START_TEST(test_retry_scans_walk_only_due)
 {
     esbulk__core_conf_t cf = base_conf();
@@ -1827,6 +1871,7 @@ int main(void)
     tcase_add_test(tc, test_idle_state_freed);
     tcase_add_test(tc, test_seeds_only_and_unknown_index);
     tcase_add_test(tc, test_unrouted_leaves_a_slot);
+    tcase_add_test(tc, test_requests_keep_their_arrays);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

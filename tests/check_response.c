@@ -1284,7 +1284,7 @@ static void check_want(const char *what, const char *items, size_t n,
     memcpy(copy, body, len);
     for (block = 0; block <= 1; block++) {
         ck_assert_int_eq(esbulk__response_parse_slow(200, copy, len, n, block, &slow), ESBULK_OK);
-        ck_assert_int_eq(esbulk__response_parse_want(200, copy, len, n, block, want, &both),
+        ck_assert_int_eq(esbulk__response_parse_want(200, copy, len, n, block, want, NULL, &both),
                          ESBULK_OK);
         qe = esbulk__response_parse_quick(200, copy, len, n, block, want, &q);
         d = resp_diff(&both, &slow, why, sizeof(why));
@@ -1562,13 +1562,80 @@ static void quick_agrees(const char *copy, size_t n, int block, const esbulk__re
             ck_abort_msg("%s (%zu, at %zu): %s", what, a, b, d);
         esbulk__response_free(&r);
     }
-    ck_assert_int_eq(esbulk__response_parse_want(200, copy, n, 2, block, want, &r), ESBULK_OK);
+    ck_assert_int_eq(esbulk__response_parse_want(200, copy, n, 2, block, want, NULL, &r), ESBULK_OK);
     d = resp_diff(&r, &slow, why, sizeof(why));
     if (d != NULL)
         ck_abort_msg("%s (%zu, at %zu), parse_want: %s", what, a, b, d);
     esbulk__response_free(&r);
     esbulk__response_free(&slow);
 }
+
+/* A scratch serves the items of one answer after another: they are the
+ * scratch's, it grows for a larger answer (and only then), and freeing a
+ * response, or an answer cut short, leaves it to its owner. */
+START_TEST(test_scratch_reused)
+{
+    static const char two[] = "{\"errors\":false,\"items\":[{\"index\":{\"status\":201}},"
+                              "{\"index\":{\"status\":200}}]}";
+    static const char three[] = "{\"errors\":true,\"items\":[{\"index\":{\"status\":201}},"
+                                "{\"index\":{\"status\":201}},{\"index\":{\"status\":400,"
+                                "\"error\":{\"type\":\"mapper_parsing_exception\","
+                                "\"reason\":\"bad\"}}}]}";
+    esbulk__resp_scratch_t sc = {NULL, 0};
+    esbulk__resp_t r;
+    esbulk__item_t *first;
+
+    ck_assert_int_eq(esbulk__response_parse_want(200, two, strlen(two), 2, 0, NULL, &sc, &r),
+                     ESBULK_OK);
+    ck_assert_int_eq(r.klass, ESBULK__RESP_OK);
+    ck_assert_ptr_nonnull(sc.items);
+    ck_assert_ptr_eq(r.items, sc.items);
+    ck_assert_uint_eq(sc.cap, 2);
+    ck_assert_int_eq(r.items[1].status, 200);
+    first = sc.items;
+    esbulk__response_free(&r);
+
+    ck_assert_int_eq(esbulk__response_parse_want(200, two, strlen(two), 2, 0, NULL, &sc, &r),
+                     ESBULK_OK);
+    ck_assert_ptr_eq(r.items, first);
+    esbulk__response_free(&r);
+
+    ck_assert_int_eq(esbulk__response_parse_want(200, three, strlen(three), 3, 0, NULL, &sc, &r),
+                     ESBULK_OK);
+    ck_assert_uint_eq(sc.cap, 3);
+    ck_assert_ptr_eq(r.items, sc.items);
+    ck_assert_int_eq(r.items[2].klass, ESBULK__ITEM_FAIL);
+    ck_assert_str_eq(r.items[2].error_reason, "bad");
+    esbulk__response_free(&r);
+    first = sc.items;
+
+    /* fewer items than the scratch holds: the same room */
+    ck_assert_int_eq(esbulk__response_parse_want(200, two, strlen(two), 2, 0, NULL, &sc, &r),
+                     ESBULK_OK);
+    ck_assert_ptr_eq(r.items, first);
+    ck_assert_uint_eq(sc.cap, 3);
+    esbulk__response_free(&r);
+
+    /* cut short: the fast path gives up after it took the scratch, and the
+     * scratch stays its owner's, whole */
+    ck_assert_int_eq(esbulk__response_parse_want(200, three, strlen(three) - 4, 3, 0, NULL, &sc,
+                                                 &r),
+                     ESBULK_OK);
+    ck_assert_int_eq(r.klass, ESBULK__RESP_RETRY_AMBIGUOUS);
+    ck_assert_ptr_null(r.items);
+    esbulk__response_free(&r);
+    ck_assert_ptr_eq(sc.items, first);
+    ck_assert_int_eq(esbulk__response_parse_want(200, three, strlen(three), 3, 0, NULL, &sc, &r),
+                     ESBULK_OK);
+    ck_assert_ptr_eq(r.items, first);
+    ck_assert_str_eq(r.items[2].error_type, "mapper_parsing_exception");
+    esbulk__response_free(&r);
+
+    esbulk__response_scratch_free(&sc);
+    ck_assert_ptr_null(sc.items);
+    ck_assert_uint_eq(sc.cap, 0);
+}
+END_TEST
 
 /* Every cut of a common answer, and every byte of it changed: the
  * common-item path takes only what jansson reads the same. */
@@ -1597,7 +1664,7 @@ START_TEST(test_quick_cuts_and_bytes)
         if (esbulk__response_parse_quick(200, copy, cut, 2, 0, want, &r) == ESBULK_OK)
             ck_abort_msg("cut at %zu: taken", cut);
         ck_assert_ptr_null(r.items);
-        ck_assert_int_eq(esbulk__response_parse_want(200, copy, cut, 2, 0, want, &r), ESBULK_OK);
+        ck_assert_int_eq(esbulk__response_parse_want(200, copy, cut, 2, 0, want, NULL, &r), ESBULK_OK);
         ck_assert_int_eq(esbulk__response_parse_slow(200, copy, cut, 2, 0, &slow), ESBULK_OK);
         d = resp_diff(&r, &slow, why, sizeof(why));
         if (d != NULL)
@@ -1651,6 +1718,7 @@ int main(void)
     tcase_add_test(tc, test_quick_differs);
     tcase_add_test(tc, test_quick_leaves);
     tcase_add_test(tc, test_quick_cuts_and_bytes);
+    tcase_add_test(tc, test_scratch_reused);
     tcase_set_timeout(tc, 120); /* under valgrind */
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
