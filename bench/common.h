@@ -57,6 +57,8 @@ typedef struct {
     int ids;                  /* _id of document k (1-based) is "k" */
     const char *const *sets;  /* "KEY=VALUE", applied after the defaults */
     size_t nsets;
+    int warm;                 /* add and flush every document once, untimed, on the same
+                                 handle first (the counts are the timed run's) */
 } bench_engine_opts_t;
 
 typedef struct {
@@ -73,6 +75,8 @@ typedef struct {
     uint64_t minor_faults;    /* pages the kernel mapped in over the same span (memory
                                  touched for the first time, or again after a free gave
                                  it back) */
+    uint64_t warm_requests;   /* with warm: the requests of the untimed run, which stats
+                                 counts too */
     char *stats;              /* esbulk_stats_json() after the flush; esbulk_free() it */
 } bench_engine_result_t;
 

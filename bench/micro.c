@@ -15,7 +15,10 @@
  *     sink (bench/nullsink, started here on a free port in 19280-19289
  *     unless --sink is given): documents per second and client CPU (user +
  *     system of this process, every thread) per document. Best of 3
- *     passes, a new handle each (every pass's CPU is printed too).
+ *     passes, a new handle each (every pass's CPU is printed too). A new
+ *     handle's pass includes the kernel faulting in its buffer, once; with
+ *     --warm, the passes again on handles that took the documents once
+ *     first, untimed, as the no-network part has its warm-up pass.
  *
  * Prints one JSON line on stdout.
  */
@@ -370,6 +373,8 @@ static const char usage[] =
     "  --no-engine     only the no-network part\n"
     "  --engine-only   one pass of the no-network part, not the best of 3 (profiling)\n"
     "  --no-ids        the engine part adds documents without _id (id.generate decides)\n"
+    "  --warm          the engine part's passes again, each handle having taken the\n"
+    "                  documents once first, untimed (\"engine_null_sink_warm\")\n"
     "  --set KEY=VALUE configuration for the engine part (repeatable)\n";
 
 static uint64_t stat_u64(json_t *stats, const char *key)
@@ -379,14 +384,72 @@ static uint64_t stat_u64(json_t *stats, const char *key)
     return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
+/* The best of npass engine passes (each a new handle), as for the
+ * no-network part: the same estimate on both sides of the ratio; every
+ * pass's figure is printed too, as ,"name":{...}. With opts->warm, each
+ * handle first takes the documents once, untimed: the no-network part
+ * has its warm-up pass too, and a cold pass's CPU includes the kernel
+ * faulting in the handle's buffer (up to buffer.max.docs records and their
+ * lines), once per handle. 0, 1 when a pass lost documents, -1 when one
+ * could not start. */
+static int engine_passes(const bench_engine_opts_t *opts, int npass, const char *name,
+                         const char *sink, int sink_nodes)
+{
+    bench_engine_result_t res;
+    json_t *stats = NULL;
+    double pass_ns[REPEATS];
+    char errstr[512];
+    int i, rc = 0;
+
+    memset(&res, 0, sizeof(res));
+    for (i = 0; i < npass; i++) {
+        bench_engine_result_t r;
+
+        if (bench_engine_run(opts, &r, errstr, sizeof(errstr)) != 0) {
+            fprintf(stderr, "micro: %s\n", errstr);
+            esbulk_free(res.stats);
+            return -1;
+        }
+        if (r.indexed != r.docs || r.flush_timed_out)
+            rc = 1;
+        pass_ns[i] = r.cpu_s * 1e9 / (double)r.docs;
+        if (i == 0 || r.cpu_s < res.cpu_s) {
+            esbulk_free(res.stats);
+            res = r;
+        } else {
+            esbulk_free(r.stats);
+        }
+    }
+    if (res.stats != NULL)
+        stats = json_loads(res.stats, 0, NULL);
+    printf(",\"%s\":{\"docs_per_s\":%.0f,\"cpu_ns_per_doc\":%.1f,"
+           "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
+           "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
+           ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
+           ",\"minor_faults\":%" PRIu64 ",\"warm\":%s"
+           ",\"sink\":\"%s\",\"sink_nodes\":%d,\"cpu_ns_per_doc_passes\":[",
+           name, res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
+           res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
+           res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
+           res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed, res.possibly,
+           stat_u64(stats, "requests") - res.warm_requests, res.minor_faults,
+           opts->warm ? "true" : "false", sink, sink_nodes);
+    for (i = 0; i < npass; i++)
+        printf("%s%.1f", i > 0 ? "," : "", pass_ns[i]);
+    printf("]}");
+    json_decref(stats);
+    esbulk_free(res.stats);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *sink = NULL, *sets[BENCH_MAX_SETS];
-    char sink_url[64], sink_prog[PATH_MAX + 16], errstr[512];
+    char sink_url[64], sink_prog[PATH_MAX + 16];
     double ns_all, wall_all, ns_route, ns_build, ns_copies;
     int64_t ndocs = DEFAULT_DOCS;
     size_t nsets = 0;
-    int i, engine = 1, engine_only = 0, ids = 1, rc = 1, sink_nodes = 1;
+    int i, engine = 1, engine_only = 0, ids = 1, rc = 1, sink_nodes = 1, warm = 0;
     pid_t child = -1;
     docs_t d;
     pipe_t p;
@@ -416,6 +479,8 @@ int main(int argc, char **argv)
             engine_only = 1;
         } else if (strcmp(argv[i], "--no-ids") == 0) {
             ids = 0;
+        } else if (strcmp(argv[i], "--warm") == 0) {
+            warm = 1;
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
             if (nsets == BENCH_MAX_SETS) {
                 fprintf(stderr, "micro: at most %d --set options\n", BENCH_MAX_SETS);
@@ -477,9 +542,6 @@ int main(int argc, char **argv)
 
     if (engine) {
         bench_engine_opts_t opts;
-        bench_engine_result_t res;
-        json_t *stats = NULL;
-        double pass_ns[REPEATS];
         int npass;
 
         if (sink == NULL) {
@@ -505,50 +567,20 @@ int main(int argc, char **argv)
         opts.ids = ids;
         opts.sets = sets;
         opts.nsets = nsets;
-        /* the best of REPEATS passes, as for the no-network part (each a
-         * new handle): the same estimate on both sides of the ratio; every
-         * pass's figure is printed too */
         npass = engine_only ? 1 : REPEATS;
-        memset(&res, 0, sizeof(res));
-        rc = 0;
-        for (i = 0; i < npass; i++) {
-            bench_engine_result_t r;
-
-            if (bench_engine_run(&opts, &r, errstr, sizeof(errstr)) != 0) {
-                fprintf(stderr, "micro: %s\n", errstr);
-                printf("}\n");
-                esbulk_free(res.stats);
-                goto out;
-            }
-            if (r.indexed != r.docs || r.flush_timed_out)
-                rc = 1;
-            pass_ns[i] = r.cpu_s * 1e9 / (double)r.docs;
-            if (i == 0 || r.cpu_s < res.cpu_s) {
-                esbulk_free(res.stats);
-                res = r;
-            } else {
-                esbulk_free(r.stats);
-            }
+        rc = engine_passes(&opts, npass, "engine_null_sink", sink,
+                           sink == sink_url ? sink_nodes : 0);
+        if (rc == 0 && warm) {
+            opts.warm = 1;
+            rc = engine_passes(&opts, npass, "engine_null_sink_warm", sink,
+                               sink == sink_url ? sink_nodes : 0);
         }
-        if (res.stats != NULL)
-            stats = json_loads(res.stats, 0, NULL);
-        printf(",\"engine_null_sink\":{\"docs_per_s\":%.0f,\"cpu_ns_per_doc\":%.1f,"
-               "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
-               "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
-               ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
-               ",\"minor_faults\":%" PRIu64
-               ",\"sink\":\"%s\",\"sink_nodes\":%d,\"cpu_ns_per_doc_passes\":[",
-               res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
-               res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
-               res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
-               res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed,
-               res.possibly, stat_u64(stats, "requests"), res.minor_faults, sink,
-               sink == sink_url ? sink_nodes : 0);
-        for (i = 0; i < npass; i++)
-            printf("%s%.1f", i > 0 ? "," : "", pass_ns[i]);
-        printf("]}}\n");
-        json_decref(stats);
-        esbulk_free(res.stats);
+        if (rc < 0) {
+            rc = 1;
+            printf("}\n");
+            goto out;
+        }
+        printf("}\n");
     } else {
         printf("}\n");
         rc = 0;
