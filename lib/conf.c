@@ -270,12 +270,3 @@ void esbulk_conf_set_opaque(esbulk_conf_t *conf, void *opaque)
         conf->opaque = opaque;
 }
 
-const char *esbulk__conf_str(const esbulk_conf_t *conf, esbulk__cid_t id)
-{
-    return conf->str[id];
-}
-
-int64_t esbulk__conf_int(const esbulk_conf_t *conf, esbulk__cid_t id)
-{
-    return conf->num[id];
-}

@@ -82,8 +82,17 @@ struct esbulk_conf_s {
     void *opaque;
 };
 
-const char *esbulk__conf_str(const esbulk_conf_t *conf, esbulk__cid_t id);
-int64_t esbulk__conf_int(const esbulk_conf_t *conf, esbulk__cid_t id);
+/* A property's value: inline, as esbulk_add reads several for each
+ * document. */
+static inline const char *esbulk__conf_str(const esbulk_conf_t *conf, esbulk__cid_t id)
+{
+    return conf->str[id];
+}
+
+static inline int64_t esbulk__conf_int(const esbulk_conf_t *conf, esbulk__cid_t id)
+{
+    return conf->num[id];
+}
 
 /* The name of value v of ENUM property id ("off" for ROUTING_LEVEL, 2);
  * NULL when id is not an ENUM or v is out of range. */
