@@ -49,6 +49,7 @@ struct esbulk__docmem_s {
     block_t *spare;
     size_t nspare;
     size_t spare_low;       /* the fewest spares since the last trim */
+    uint64_t free_locks;    /* records given back under the lock (esbulk__docmem_free_locks) */
     int64_t next_trim_ms;   /* 0: not yet started */
 };
 
@@ -110,6 +111,16 @@ size_t esbulk__docmem_spares(esbulk__docmem_t *dm)
 
     pthread_mutex_lock(&dm->lock);
     n = dm->nspare;
+    pthread_mutex_unlock(&dm->lock);
+    return n;
+}
+
+uint64_t esbulk__docmem_free_locks(esbulk__docmem_t *dm)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&dm->lock);
+    n = dm->free_locks;
     pthread_mutex_unlock(&dm->lock);
     return n;
 }
@@ -348,6 +359,7 @@ void esbulk__doc_free(esbulk__doc_t *d)
         return;
     }
     pthread_mutex_lock(&dm->lock);
+    dm->free_locks++;
     d->next = dm->free_docs[d->slot];
     dm->free_docs[d->slot] = d;
     dm->nfree[d->slot]++;
@@ -379,6 +391,7 @@ void esbulk__doc_free_list(esbulk__doc_t *head)
     /* one lock for all of them, each to its slot's list (in order: the
      * next adds take them back in reverse, one memory stream per slot) */
     pthread_mutex_lock(&dm->lock);
+    dm->free_locks++;
     for (d = first; d != NULL; d = next) {
         next = d->next;
         d->next = dm->free_docs[d->slot];

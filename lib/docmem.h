@@ -58,4 +58,8 @@ void esbulk__doc_drop_lines(esbulk__doc_t *d);
  * where they are. */
 void esbulk__doc_own_lines(esbulk__doc_t *d);
 
+/* How many times records were given back under the lock so far (for the
+ * tests: a list given back takes it once). */
+uint64_t esbulk__docmem_free_locks(esbulk__docmem_t *dm);
+
 #endif

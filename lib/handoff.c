@@ -75,14 +75,18 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
 {
     int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
     int keep_body = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_KEEP_BODY);
-    esbulk__queue_t drop = {0};
-    esbulk__doc_t *d;
+    esbulk__queue_t drop = {0}, keep = {0};
+    esbulk__doc_t *d, *next;
     size_t freed_bytes = 0, q_bytes = 0;
     uint64_t indexed = 0, failed = 0, possibly = 0, closed = 0;
 
     /* everything per document outside the lock; under it, the results are
-     * appended at once (one by one only to drop the successes) */
-    for (d = q->head; d != NULL; d = d->next) {
+     * appended at once. With result.failures_only the successes are
+     * served here, by the I/O thread: set apart now, freed after the lock
+     * in one go (one by one, each took the records' lock against the
+     * adding thread's, which doubled the CPU of a document) */
+    for (d = q->head; d != NULL; d = next) {
+        next = d->next;
         /* the body is not needed any more, but for a dead-letter output */
         if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED)
             esbulk__doc_drop_lines(d);
@@ -96,8 +100,13 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
         }
         if (d->err == ESBULK_ERR_CLOSED)
             closed++;
+        if (failures_only)
+            esbulk__queue_push(d->outcome == ESBULK_OUTCOME_INDEXED ? &drop : &keep, d);
     }
-    q->bytes = q_bytes;
+    if (failures_only)
+        *q = keep;
+    else
+        q->bytes = q_bytes;
     pthread_mutex_lock(&eb->lock);
     eb->buffered_bytes -= freed_bytes;
     if (freed_bytes > 0)
@@ -117,24 +126,21 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     eb->stats.failed += failed;
     eb->stats.possibly += possibly;
     eb->stats.closed += closed;
-    if (!failures_only)
-        esbulk__queue_append(&eb->results, q);
-    while ((d = esbulk__queue_pop(q)) != NULL) {
-        if (d->outcome == ESBULK_OUTCOME_INDEXED) {
-            /* served at once: nobody asked to see successes */
-            esbulk__live_done(eb, d);
-            eb->buffered_docs--;
-            eb->buffer_full = 0;
-            esbulk__queue_push(&drop, d);
-            continue;
-        }
-        esbulk__queue_push(&eb->results, d);
+    if (drop.count > 0) {
+        /* served at once: nobody asked to see successes */
+        if (eb->marks == NULL)
+            eb->live -= drop.count;
+        else
+            for (d = drop.head; d != NULL; d = d->next)
+                esbulk__live_done(eb, d);
+        eb->buffered_docs -= drop.count;
+        eb->buffer_full = 0;
     }
+    esbulk__queue_append(&eb->results, q);
     pthread_cond_broadcast(&eb->cond_space);
     pthread_cond_broadcast(&eb->cond_results);
     pthread_mutex_unlock(&eb->lock);
-    while ((d = esbulk__queue_pop(&drop)) != NULL)
-        esbulk__doc_free(d);
+    esbulk__doc_free_list(drop.head);
 }
 
 void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,

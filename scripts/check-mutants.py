@@ -195,6 +195,15 @@ MUTANTS = [
      """            if (scratch == NULL || expected_items > 0) {
                 out->items = malloc(expected_items * sizeof(*out->items));""",
      "an answer's items allocated for every answer, the caller's scratch unused"),
+    ("failures-only-frees-one-by-one", "lib/handoff.c",
+     """    esbulk__doc_free_list(drop.head);""",
+     """    while ((d = esbulk__queue_pop(&drop)) != NULL)
+        esbulk__doc_free(d);""",
+     "result.failures_only: each success's record given back under a lock of its own"),
+    ("failures-only-live-miscounted", "lib/handoff.c",
+     """            eb->live -= drop.count;""",
+     """            eb->live -= drop.count > 1 ? drop.count - 1 : drop.count;""",
+     "result.failures_only: successes served with no flush waiting miscounted (a flush waits)"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

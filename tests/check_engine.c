@@ -1,6 +1,7 @@
 /* Engine unit tests without a cluster: flush thresholds with injected time,
  * the retry policy, action-line escaping, body checks, client ids, queue
  * full and blocking add, and close with pending documents. */
+#include "docmem.h"
 #include "engine.h"
 #include "ndjson.h"
 
@@ -905,6 +906,63 @@ START_TEST(test_answer_fields_asked)
 }
 END_TEST
 
+/* With result.failures_only the I/O thread serves the successes itself:
+ * it gives their records back in one go, one lock per answer (one by one,
+ * each took the records' lock against the adding thread's, and a document
+ * cost twice the CPU), and counts them served, so a flush then finds
+ * nothing left to wait for; a flush waiting meanwhile sees them served. */
+START_TEST(test_failures_only_frees_in_one_go)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    recorder_t rec;
+    pthread_t th;
+    char url[64];
+    esbulk_t *eb;
+    int64_t t0;
+    int64_t indexed = 0;
+    uint64_t locks;
+    int i;
+
+    recorder_start(&rec, &th, url, sizeof(url));
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "result.failures_only", "true", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "50", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "max.inflight.per.node", "1", NULL, 0), 0);
+    eb = counted_handle(conf);
+    for (i = 0; i < 200; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    /* no flush waits: the four answers come back on their own */
+    t0 = esbulk__now_ms();
+    while (indexed < 200 && esbulk__now_ms() - t0 < 20000) {
+        char *stats = esbulk_stats_json(eb);
+        json_t *st = json_loads(stats, 0, NULL);
+
+        indexed = json_integer_value(json_object_get(st, "indexed"));
+        json_decref(st);
+        esbulk_free(stats);
+        if (indexed < 200)
+            usleep(2000);
+    }
+    ck_assert_int_eq(indexed, 200);
+    locks = esbulk__docmem_free_locks(eb->dm);
+    ck_assert_msg(locks >= 1 && locks <= 4, "records given back under %llu locks for 4 answers",
+                  (unsigned long long)locks);
+    ck_assert_int_eq(esbulk_flush(eb, 0), ESBULK_OK);
+    /* and with a flush waiting for them */
+    for (i = 200; i < 300; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
+    ck_assert_uint_le(esbulk__docmem_free_locks(eb->dm) - locks, 2);
+    ck_assert_int_eq(results_seen, 0);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    ck_assert_int_eq(rec.requests, 6);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
 /* An answer that frees a node's request slot fills it at once: the next
  * waiting batch goes out in the same round, not at the I/O thread's next
  * wake-up for something else (here none: no add, no flush, no interval,
@@ -1282,6 +1340,7 @@ int main(void)
     tcase_add_test(handle, test_flush_timed_out_still_sends);
     tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
+    tcase_add_test(handle, test_failures_only_frees_in_one_go);
     tcase_add_test(handle, test_answer_fields_asked);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
