@@ -120,7 +120,7 @@ struct esbulk__core_s {
     esbulk__send_t *inflight; /* requests in flight */
     size_t ninflight;
     esbulk__send_t *spare_sends; /* answered requests kept with their arrays (send_free) */
-    size_t nspare_sends, spare_send_bytes;
+    size_t nspare_sends;
     uint64_t sends_made;      /* requests' arrays allocated (for the tests) */
     esbulk__resp_scratch_t scratch; /* the answers' items, read one answer at a time */
     size_t held;              /* documents without an outcome */
@@ -1354,7 +1354,6 @@ static esbulk__send_t *send_new(esbulk__core_t *c, size_t need, size_t limit)
     if (s != NULL) {
         c->spare_sends = s->next;
         c->nspare_sends--;
-        c->spare_send_bytes -= SEND_ARRAYS(s, s->cap);
         if (s->cap >= need) {
             docs = s->docs;
             cap = s->cap;
@@ -1472,13 +1471,14 @@ static void send_unlink(esbulk__core_t *c, esbulk__send_t *s)
 static void send_free(esbulk__core_t *c, esbulk__send_t *s)
 {
     size_t bytes = SEND_ARRAYS(s, s->cap);
+    const esbulk__send_t *k;
 
-    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS &&
-        c->spare_send_bytes + bytes <= SPARE_SEND_BYTES) {
+    for (k = c->spare_sends; k != NULL && bytes <= SPARE_SEND_BYTES; k = k->next)
+        bytes += SEND_ARRAYS(k, k->cap);
+    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= SPARE_SEND_BYTES) {
         s->next = c->spare_sends;
         c->spare_sends = s;
         c->nspare_sends++;
-        c->spare_send_bytes += bytes;
         return;
     }
     free(s->docs);
