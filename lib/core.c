@@ -13,7 +13,8 @@
 #define LAT_RING 512
 #define EXPIRE_SCAN_MS 100
 #define SWEEP_MAX_MS 1000
-/* the most bytes of arrays the answered requests kept hold (send_free) */
+/* the most bytes of arrays the answered requests kept hold (send_free),
+ * unless cf.spare_send_bytes says otherwise */
 #define SPARE_SEND_BYTES ((size_t)16 << 20)
 
 typedef struct core_target_s {
@@ -1470,12 +1471,13 @@ static void send_unlink(esbulk__core_t *c, esbulk__send_t *s)
  * nodes or max.inflight.per.node raised), else freed. */
 static void send_free(esbulk__core_t *c, esbulk__send_t *s)
 {
-    size_t bytes = SEND_ARRAYS(s, s->cap);
+    size_t bytes = SEND_ARRAYS(s, s->cap),
+           max = c->cf.spare_send_bytes > 0 ? c->cf.spare_send_bytes : SPARE_SEND_BYTES;
     const esbulk__send_t *k;
 
-    for (k = c->spare_sends; k != NULL && bytes <= SPARE_SEND_BYTES; k = k->next)
+    for (k = c->spare_sends; k != NULL && bytes <= max; k = k->next)
         bytes += SEND_ARRAYS(k, k->cap);
-    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= SPARE_SEND_BYTES) {
+    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= max) {
         s->next = c->spare_sends;
         c->spare_sends = s;
         c->nspare_sends++;

@@ -70,6 +70,8 @@ typedef struct {
                                    this long for the layout, then goes unrouted (0: at once;
                                    ordering=per_id waits for the read, however long) */
     int failures_only;          /* result.failures_only: successes keep no server strings */
+    size_t spare_send_bytes;    /* the most bytes of arrays answered requests keep for the
+                                   next ones (0: 16 MB; the tests set less) */
 } esbulk__core_conf_t;
 
 typedef struct esbulk__core_s esbulk__core_t;

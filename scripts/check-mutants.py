@@ -189,6 +189,10 @@ MUTANTS = [
      """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS &&""",
      """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS - ESBULK__CORE_SPARE_SENDS &&""",
      "a request's arrays made and freed for every request"),
+    ("kept-requests-unbounded-bytes", "lib/core.c",
+     """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= max) {""",
+     """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= max + bytes) {""",
+     "answered requests kept past the bytes their arrays may hold"),
     ("answer-items-per-answer", "lib/response.c",
      """            if (scratch == NULL) {
                 out->items = malloc(expected_items * sizeof(*out->items));""",

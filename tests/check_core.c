@@ -1046,13 +1046,13 @@ END_TEST
 /* Answered requests keep their arrays for the next ones: one after
  * another, full and partial, two sets serve them all (the first, for two
  * documents, is too small for five); of many answered at once,
- * ESBULK__CORE_SPARE_SENDS are kept. */
+ * ESBULK__CORE_SPARE_SENDS are kept, and no more than the bytes allowed. */
 START_TEST(test_requests_keep_their_arrays)
 {
     esbulk__core_conf_t cf = base_conf();
     esbulk__send_t *s, *burst[20];
     int64_t now = 1000;
-    long n = 0, m;
+    long n = 0, m, first;
     size_t i, k, want;
     uint64_t made;
 
@@ -1082,6 +1082,25 @@ START_TEST(test_requests_keep_their_arrays)
         ck_assert_uint_eq(made, (k == 0 ? 19 : 20 - ESBULK__CORE_SPARE_SENDS));
     }
     for (m = 0; m < n; m++)
+        expect(m, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+
+    /* and no more than their bytes allow: arrays of 5 documents, room for 3 */
+    cf.spare_send_bytes = 3 * 5 * (sizeof(*s->docs) + sizeof(*s->lines) + sizeof(*s->want));
+    fx_open(&cf);
+    first = n;
+    for (k = 0; k < 2; k++) {
+        made = esbulk__core_sends_made(fx.core);
+        for (i = 0; i < 20 * 5; i++)
+            add(n++, NULL, now);
+        for (i = 0; i < 20; i++)
+            burst[i] = must_send(1, now);
+        for (i = 0; i < 20; i++)
+            answer_items(burst[i], NULL, now);
+        made = esbulk__core_sends_made(fx.core) - made;
+        ck_assert_uint_eq(made, (k == 0 ? 20 : 20 - 3));
+    }
+    for (m = first; m < n; m++)
         expect(m, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
     fx_close();
 }
