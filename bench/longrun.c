@@ -8,7 +8,9 @@
  * document over the round, and each thread's minor page faults so far
  * (from /proc/self/task: Linux only; {} elsewhere). A thread whose faults
  * grow round after round gives memory back and takes it again: the
- * steady state should fault nothing.
+ * steady state should fault nothing. Also each thread's CPU per document
+ * over the round (Linux: its CPU clock, by thread id), so that the adding
+ * thread's share and the I/O thread's can be told apart.
  *
  * The exit status is 1 if a document had no success (against a null sink
  * every one succeeds), 2 for a usage error. For example, against
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_DOCS 1000000
 #define DEFAULT_ROUNDS 5
@@ -52,14 +55,57 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
         c->other++;
 }
 
-/* Prints "name":faults for every thread of this process. */
-static void print_thread_faults(void)
+/* Linux's CPU clock of any thread of the process, by its id (the kernel's
+ * MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)). */
+static double thread_cpu_s(long tid)
+{
+    struct timespec ts;
+    clockid_t id = (clockid_t)((~(unsigned long)tid << 3) | 6);
+
+    if (clock_gettime(id, &ts) != 0)
+        return -1;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+#define MAX_THREADS 64
+static struct {
+    long tid;
+    double cpu_s;
+} seen_threads[MAX_THREADS];
+static size_t nseen_threads;
+
+/* The CPU thread tid used since the last call for it (all of it at the
+ * first). */
+static double thread_cpu_delta(long tid)
+{
+    double now = thread_cpu_s(tid), was = 0;
+    size_t i;
+
+    if (now < 0)
+        return 0;
+    for (i = 0; i < nseen_threads && seen_threads[i].tid != tid; i++)
+        ;
+    if (i < nseen_threads)
+        was = seen_threads[i].cpu_s;
+    else if (nseen_threads < MAX_THREADS)
+        seen_threads[nseen_threads++].tid = tid;
+    else
+        return 0;
+    seen_threads[i].cpu_s = now;
+    return now - was;
+}
+
+/* Prints "name":faults for every thread of this process, or with ndocs > 0
+ * "name":CPU ns a document since the last such call; with ndocs < 0 it
+ * prints nothing and only starts every thread's CPU period. */
+static void print_thread_faults(int64_t ndocs)
 {
     DIR *dir = opendir("/proc/self/task");
     struct dirent *e;
     int first = 1;
 
-    printf("{");
+    if (ndocs >= 0)
+        printf("{");
     while (dir != NULL && (e = readdir(dir)) != NULL) {
         char path[300], buf[1024];
         const char *open_p, *close_p, *q;
@@ -89,13 +135,21 @@ static void print_thread_faults(void)
         if (q == NULL)
             continue;
         minflt = strtoul(q, NULL, 10);
-        printf("%s\"%s:%.*s\":%lu", first ? "" : ",", e->d_name, (int)(close_p - open_p - 1),
-               open_p + 1, minflt);
+        if (ndocs < 0)
+            (void)thread_cpu_delta(strtol(e->d_name, NULL, 10));
+        else if (ndocs > 0)
+            printf("%s\"%s:%.*s\":%.1f", first ? "" : ",", e->d_name,
+                   (int)(close_p - open_p - 1), open_p + 1,
+                   thread_cpu_delta(strtol(e->d_name, NULL, 10)) * 1e9 / (double)ndocs);
+        else
+            printf("%s\"%s:%.*s\":%lu", first ? "" : ",", e->d_name,
+                   (int)(close_p - open_p - 1), open_p + 1, minflt);
         first = 0;
     }
     if (dir != NULL)
         closedir(dir);
-    printf("}");
+    if (ndocs >= 0)
+        printf("}");
 }
 
 int main(int argc, char **argv)
@@ -197,10 +251,13 @@ int main(int argc, char **argv)
     }
 
     for (r = 0; r < rounds; r++) {
-        double c0 = bench_cpu_s(), t0 = bench_now_s();
+        double c0, t0;
         char *stats;
         uint64_t indexed;
 
+        print_thread_faults(-1);
+        c0 = bench_cpu_s();
+        t0 = bench_now_s();
         for (i = 0; i < (size_t)ndocs; i++) {
             char id[24];
             size_t id_len = bench_u64_str(id, (uint64_t)r * (uint64_t)ndocs + i + 1);
@@ -236,7 +293,9 @@ int main(int argc, char **argv)
                ",\"thread_minor_faults\":",
                r, ndocs, (bench_cpu_s() - c0) * 1e9 / (double)ndocs, bench_now_s() - t0, indexed,
                counts.other);
-        print_thread_faults();
+        print_thread_faults(0);
+        printf(",\"thread_cpu_ns_per_doc\":");
+        print_thread_faults(ndocs);
         printf("}\n");
         fflush(stdout);
     }

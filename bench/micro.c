@@ -426,14 +426,14 @@ static int engine_passes(const bench_engine_opts_t *opts, int npass, const char 
            "\"user_ns_per_doc\":%.1f,\"sys_ns_per_doc\":%.1f,"
            "\"wall_s\":%.6f,\"cpu_s\":%.6f,\"cores_used\":%.2f,\"indexed\":%" PRIu64
            ",\"failed\":%" PRIu64 ",\"possibly\":%" PRIu64 ",\"requests\":%" PRIu64
-           ",\"minor_faults\":%" PRIu64 ",\"warm\":%s"
+           ",\"minor_faults\":%" PRIu64 ",\"queue_full\":%" PRIu64 ",\"warm\":%s"
            ",\"sink\":\"%s\",\"sink_nodes\":%d,\"cpu_ns_per_doc_passes\":[",
            name, res.wall_s > 0 ? (double)res.docs / res.wall_s : 0.0,
            res.cpu_s * 1e9 / (double)res.docs, (res.cpu_s - res.sys_s) * 1e9 / (double)res.docs,
            res.sys_s * 1e9 / (double)res.docs, res.wall_s, res.cpu_s,
            res.wall_s > 0 ? res.cpu_s / res.wall_s : 0.0, res.indexed, res.failed, res.possibly,
            stat_u64(stats, "requests") - res.warm_requests, res.minor_faults,
-           opts->warm ? "true" : "false", sink, sink_nodes);
+           res.queue_full, opts->warm ? "true" : "false", sink, sink_nodes);
     for (i = 0; i < npass; i++)
         printf("%s%.1f", i > 0 ? "," : "", pass_ns[i]);
     printf("]}");
