@@ -54,7 +54,8 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(BULK_PIPELINE, "bulk.pipeline", STR, "", 0, 0, NULL, 0)                            \
     X(BULK_REFRESH, "bulk.refresh", ENUM, "false", 0, 0, "false|true|wait_for", 0)    \
     X(TOPOLOGY_IDLE_MS, "topology.idle.ms", INT, "300000", 100, 86400000, NULL, 0)     \
-    X(TOPOLOGY_WAIT_MS, "topology.wait.ms", INT, "2000", 0, 3600000, NULL, 0)
+    X(TOPOLOGY_WAIT_MS, "topology.wait.ms", INT, "2000", 0, 3600000, NULL, 0)           \
+    X(MALLOC_TUNE, "malloc.tune", BOOL, "true", 0, 1, NULL, 0)
 
 #define ESBULK__CONF_ENUM_ID(ID, key, type, def, min, max, enums, secret) ESBULK__C_##ID,
 typedef enum { ESBULK__CONF_PROPS(ESBULK__CONF_ENUM_ID) ESBULK__C__COUNT } esbulk__cid_t;

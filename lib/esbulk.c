@@ -119,6 +119,35 @@ int64_t esbulk_results_read(const esbulk_result_t *const *results, size_t count,
 #define WAKE_DOCS 256
 #define WAKE_BYTES (256 * 1024)
 
+/* malloc.tune. glibc's malloc gives the top of a heap back to the kernel
+ * (madvise) once it exceeds the trim threshold: twice the mmap threshold,
+ * which the first free of a large mmapped block raises to that block's
+ * size. curl (7.88) allocates a 512 KiB upload and a 256 KiB download
+ * buffer for every transfer and frees both when it ends (io.c sizes them),
+ * so the thresholds end near 512 KiB and 1 MiB; two or more such buffers
+ * freed at the top of the I/O thread's heap pass 1 MiB, glibc trims them,
+ * and the next transfers fault every page in again. Whether they lie at
+ * the top depends on the heap's layout: in about half the processes the
+ * I/O thread faulted 20,000-55,000 times and spent 50-60 ns more a
+ * document (bench/longrun against the null sink, 1M documents a round).
+ * Freeing one 4 MiB block raises the thresholds to 4 and 8 MiB, as glibc
+ * does itself when a program frees a block that large: ten transfers'
+ * buffers then stay. Thresholds a program set (mallopt, MALLOC_*_ or
+ * glibc.malloc tunables) are left as they are: glibc no longer adjusts
+ * them. Once a process. */
+#define MALLOC_RAISE_BYTES ((size_t)4 << 20)
+static pthread_once_t malloc_raise_once = PTHREAD_ONCE_INIT;
+static void *volatile malloc_raise_block; /* volatile: the pair is not optimised away */
+
+static void malloc_raise(void)
+{
+#ifdef __GLIBC__
+    malloc_raise_block = malloc(MALLOC_RAISE_BYTES);
+    free(malloc_raise_block);
+    malloc_raise_block = NULL;
+#endif
+}
+
 static uint64_t random_tag(void)
 {
     struct timespec ts;
@@ -152,6 +181,8 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     eb->log.opaque = conf->opaque;
     eb->log.level = (int32_t)esbulk__conf_int(conf, ESBULK__C_LOG_LEVEL);
     eb->node_tag = random_tag();
+    if (esbulk__conf_int(conf, ESBULK__C_MALLOC_TUNE))
+        (void)pthread_once(&malloc_raise_once, malloc_raise);
     if (esbulk__urls_parse(esbulk__conf_str(conf, ESBULK__C_URLS), &eb->seeds, &eb->nseeds, &user,
                            &pass, errstr, errstr_size) != ESBULK_OK)
         goto fail;

@@ -208,6 +208,14 @@ MUTANTS = [
      """            eb->live -= drop.count;""",
      """            eb->live -= drop.count > 1 ? drop.count - 1 : drop.count;""",
      "result.failures_only: successes served with no flush waiting miscounted (a flush waits)"),
+    ("malloc-tune-skipped", "lib/esbulk.c",
+     """    if (esbulk__conf_int(conf, ESBULK__C_MALLOC_TUNE))""",
+     """    if (0)""",
+     "malloc.tune: glibc's thresholds never raised (curl's buffers trimmed and faulted in again)"),
+    ("malloc-tune-ignores-false", "lib/esbulk.c",
+     """    if (esbulk__conf_int(conf, ESBULK__C_MALLOC_TUNE))""",
+     """    if (1)""",
+     "malloc.tune=false still raises glibc's thresholds"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

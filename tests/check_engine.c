@@ -906,6 +906,70 @@ START_TEST(test_answer_fields_asked)
 }
 END_TEST
 
+/* malloc.tune: with glibc's malloc at its default thresholds a 3 MiB
+ * allocation is mmapped (counted in mallinfo2's hblks); once esbulk_new
+ * has raised them (to 4 and 8 MiB) it comes from the heap, and with
+ * malloc.tune=false it is still mmapped. Other allocators (sanitizers,
+ * valgrind, another libc) or thresholds set by the environment: said, not
+ * checked. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define HAVE_MALLINFO2 1
+#endif
+
+static void malloc_tune_case(const char *tune, int want_mmapped)
+{
+#ifdef HAVE_MALLINFO2
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[256];
+    void *before, *after;
+    size_t n0, n1, n2, n3;
+    esbulk_t *eb;
+
+    n0 = mallinfo2().hblks;
+    before = malloc((size_t)3 << 20);
+    n1 = mallinfo2().hblks;
+    ck_assert_ptr_nonnull(before);
+    if (n1 != n0 + 1) {
+        printf("malloc.tune=%s: a 3 MiB block was not mmapped before esbulk_new (not glibc's "
+               "malloc at its default thresholds): not checked\n", tune);
+        free(before);
+        esbulk_conf_destroy(conf);
+        return;
+    }
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", errstr, sizeof(errstr)), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "malloc.tune", tune, errstr, sizeof(errstr)), 0);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+    n2 = mallinfo2().hblks;
+    after = malloc((size_t)3 << 20);
+    n3 = mallinfo2().hblks;
+    ck_assert_ptr_nonnull(after);
+    ck_assert_msg((n3 == n2 + 1) == want_mmapped,
+                  "malloc.tune=%s: a 3 MiB block after esbulk_new is %s (want %s)", tune,
+                  n3 == n2 + 1 ? "mmapped" : "from the heap", want_mmapped ? "mmapped" : "from the heap");
+    free(before);
+    free(after);
+    esbulk_destroy(eb);
+#else
+    (void)want_mmapped;
+    printf("malloc.tune=%s: not glibc >= 2.33 (no mallinfo2): not checked\n", tune);
+#endif
+}
+
+START_TEST(test_malloc_tune_raises)
+{
+    malloc_tune_case("true", 0);
+}
+END_TEST
+
+START_TEST(test_malloc_tune_off)
+{
+    malloc_tune_case("false", 1);
+}
+END_TEST
+
 /* With result.failures_only the I/O thread serves the successes itself:
  * it gives their records back in one go, one lock per answer (one by one,
  * each took the records' lock against the adding thread's, and a document
@@ -1341,6 +1405,8 @@ int main(void)
     tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
+    tcase_add_test(handle, test_malloc_tune_raises);
+    tcase_add_test(handle, test_malloc_tune_off);
     tcase_add_test(handle, test_answer_fields_asked);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
