@@ -42,8 +42,8 @@ CONF_KEYS = (
     "buffer.max.docs", "enqueue.timeout.ms", "max.doc.bytes", "id.generate", "body.validate",
     "compression", "compression.level", "retry.max", "retry.backoff.ms",
     "retry.backoff.max.ms", "retry.on.cluster_block", "delivery.timeout.ms", "ordering",
-    "result.failures_only", "result.keep_body", "stats.interval.ms", "bulk.pipeline",
-    "bulk.refresh",
+    "result.failures_only", "result.keep_body", "result.meta", "stats.interval.ms",
+    "bulk.pipeline", "bulk.refresh", "malloc.tune",
 )
 _PY_KEYS = {k.replace(".", "_"): k for k in CONF_KEYS}
 

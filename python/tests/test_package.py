@@ -26,6 +26,30 @@ def test_installed_package_is_typed():
         assert sig.return_annotation is not inspect.Signature.empty, fn
 
 
+def test_conf_keys_are_the_man_pages():
+    """CONF_KEYS (which maps keywords such as result_failures_only) lists
+    every key of esbulk-config(7), and only those."""
+    if not SRC:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("ESBULK_PY_SRC is not set (tests/python.test sets it)")
+        pytest.skip("ESBULK_PY_SRC not set")
+    from esbulk._indexer import CONF_KEYS
+    man = os.path.join(SRC, os.pardir, "man", "man7", "esbulk-config.7")
+    keys, prev, on = set(), "", False
+    with open(man, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith(".SS"):
+                on = True
+            elif line.startswith(".SH") and on:
+                on = False
+            elif on and prev == ".TP" and line.startswith(".B "):
+                keys.add(line.split()[1])
+            prev = line
+    assert len(keys) > 40
+    assert set(CONF_KEYS) == keys, (sorted(keys - set(CONF_KEYS)), sorted(set(CONF_KEYS) - keys))
+
+
 def _wheel(tmp_path, bundle):
     if not SRC:
         if os.environ.get("CI") == "true":
