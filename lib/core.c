@@ -971,10 +971,10 @@ int esbulk__core_layouts(esbulk__core_t *c, esbulk__index_t **out, int max)
     return n;
 }
 
-void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t now)
+void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t added_ms, int64_t now)
 {
     c->held++;
-    route_push(c, d, 0, now);
+    route_push_since(c, d, 0, added_ms < now ? added_ms : now, now);
 }
 
 /* When retries due at `at` are looked for: `at` rounded down to a step of

@@ -177,8 +177,12 @@ int esbulk__core_refresh_wanted(esbulk__core_t *core, int64_t now);
  * only) in out, and their number; -1 when nothing changed. */
 int esbulk__core_layouts(esbulk__core_t *core, esbulk__index_t **out, int max);
 
-/* Takes d over: routes it and queues it for sending. */
-void esbulk__core_add(esbulk__core_t *core, esbulk__doc_t *d, int64_t now);
+/* Takes d over: routes it and queues it for sending. added_ms: when it was
+ * added (esbulk_add), from which flush.interval.ms and topology.wait.ms
+ * count; the I/O thread may take it up to flush.interval.ms later (it is
+ * woken only when it would look too late by itself). A time after now
+ * counts as now. */
+void esbulk__core_add(esbulk__core_t *core, esbulk__doc_t *d, int64_t added_ms, int64_t now);
 
 /* The next request to send, NULL when none is due (or no node has a free
  * request slot). force: a flush or close wants everything sent now. The

@@ -540,7 +540,7 @@ static void *io_main(void *arg)
         while ((d = esbulk__queue_pop(&incoming)) != NULL) {
             /* the two lines routing reads, written on the adding thread */
             esbulk__doc_prefetch_ahead(d, 2, 1);
-            esbulk__core_add(io->core, d, now);
+            esbulk__core_add(io->core, d, d->queued_ms, now);
         }
         publish_layouts(eb, io);
         if (fl.abort_all) {

@@ -216,6 +216,12 @@ MUTANTS = [
      """    if (esbulk__conf_int(conf, ESBULK__C_MALLOC_TUNE))""",
      """    if (1)""",
      "malloc.tune=false still raises glibc's thresholds"),
+    ("interval-from-pickup", "lib/core.c",
+     """    route_push_since(c, d, 0, added_ms < now ? added_ms : now, now);""",
+     """    (void)added_ms;
+    route_push_since(c, d, 0, now, now);""",
+     "flush.interval.ms and topology.wait.ms count from when the I/O thread takes a document, "
+     "not from its add"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

@@ -153,7 +153,7 @@ static void fx_open_known(const esbulk__core_conf_t *cf, int64_t now)
 
     fx_open_cluster(cf, 0, now);
     /* the index is read when first used: ask and answer it now */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "warm", -1, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "warm", -1, 0), now, now);
     name = esbulk__core_next_fetch(fx.core, now);
     ck_assert_str_eq(name, "logs");
     esbulk__core_index_fetched(fx.core, "logs",
@@ -309,7 +309,7 @@ static void add(long n, const char *id, int64_t now)
         snprintf(idbuf, sizeof(idbuf), "id-%ld", n);
         id = idbuf;
     }
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", id, n, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", id, n, 0), now, now);
 }
 
 /* Answer every index read asked for: "logs" exists, any other does not. */
@@ -348,6 +348,56 @@ START_TEST(test_wait_counts_toward_interval)
     ck_assert_int_eq(num(s->docs[0]), 1);
     answer_items(s, NULL, now);
     expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
+/* flush.interval.ms and topology.wait.ms count from a document's add, not
+ * from when the I/O thread takes it (which, woken only when it would look
+ * too late by itself, may be up to flush.interval.ms later): a document
+ * added at t and taken at t + 800 is due at t + 1000, and one for an index
+ * never read, taken at t + 1500, goes unrouted at t + 2000 and at once. A
+ * CI run once saw a document wait both (3994 ms against a silent server,
+ * where 3000 was due). */
+START_TEST(test_add_time_counts)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t t = 1000;
+
+    fx_open_known(&cf, t);
+    while ((s = esbulk__core_next_send(fx.core, 1, t)) != NULL) /* the warm-up document */
+        answer_items(s, NULL, t);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, 0), t, t + 800);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 0, t + 999));
+    s = must_send(0, t + cf.flush.flush_interval_ms); /* not t + 1800 */
+    ck_assert_uint_eq(s->ndocs, 1);
+    ck_assert_int_eq(num(s->docs[0]), 1);
+    answer_items(s, NULL, t + 1100);
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+
+    /* an index never read: its read is asked for and not answered */
+    t += 5000;
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "slow", "b", 2, 0), t, t + 1500);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, t + 1500), "slow");
+    esbulk__core_tick(fx.core, t + cf.wait_ms - 1);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 0, t + cf.wait_ms - 1));
+    esbulk__core_tick(fx.core, t + cf.wait_ms); /* not t + 3500 */
+    s = must_send(0, t + cf.wait_ms);          /* and due by the interval at once */
+    ck_assert_uint_eq(s->ndocs, 1);
+    ck_assert_int_eq(num(s->docs[0]), 2);
+    ck_assert_int_eq(s->docs[0]->unrouted, 1);
+    answer_items(s, NULL, t + cf.wait_ms + 100);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+
+    /* an add stamped after the core's now counts as now */
+    t += 5000;
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "c", 3, 0), t + 50, t);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 0, t + 999));
+    s = must_send(0, t + cf.flush.flush_interval_ms);
+    answer_items(s, NULL, t + 1100);
+    expect(3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    esbulk__core_index_fetched(fx.core, "slow", NULL, ESBULK_ERR_TRANSPORT, "canned", t + 1200);
     fx_close();
 }
 END_TEST
@@ -433,7 +483,7 @@ START_TEST(test_ahead_links_in_core)
     for (i = 0; i < N + MORE; i++)
         d[i] = doc_new(ESBULK_OP_INDEX, "logs", "x", i, 0);
     for (i = 0; i < N; i++)
-        esbulk__core_add(fx.core, d[i], now);
+        esbulk__core_add(fx.core, d[i], now, now);
     for (i = 0; i < N; i++)
         ck_assert_ptr_eq(d[i]->ahead, i + ESBULK__AHEAD < N ? d[i + ESBULK__AHEAD] : NULL);
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
@@ -446,7 +496,7 @@ START_TEST(test_ahead_links_in_core)
         x->ahead = sentinel; /* the serving thread's now */
     }
     for (i = N; i < N + MORE; i++)
-        esbulk__core_add(fx.core, d[i], now);
+        esbulk__core_add(fx.core, d[i], now, now);
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
         answer_items(s, NULL, now);
     for (i = 0; i < N; i++)
@@ -471,18 +521,19 @@ START_TEST(test_ahead_forgets_expired)
     cf.level = ESBULK__ROUTING_OFF;
     cf.max_inflight = 1;
     fx_open(&cf);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 0, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 0, 0), now, now);
     s = must_send(1, now);
     /* the only target is busy: these wait in its queue, in its ring */
     for (i = 1; i <= N; i++)
-        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "x", i, now + 300), now);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "x", i, now + 300), now, now);
     esbulk__core_tick(fx.core, now + 300);
     take();
     ck_assert_uint_eq(fx.done.count, N);
     for (x = fx.done.head; x != NULL; x = x->next)
         x->ahead = sentinel; /* the serving thread's now */
     for (i = N + 1; i <= N + MORE; i++)
-        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "x", i, 0), now + 300);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "x", i, 0), now + 300,
+                         now + 300);
     for (x = fx.done.head; x != NULL; x = x->next)
         ck_assert_ptr_eq(x->ahead, sentinel);
     answer_items(s, NULL, now + 300);
@@ -628,7 +679,7 @@ START_TEST(test_hint_shard_only_from_its_entry)
 
         d->hint_serial = serials[n];
         d->hint_shard = (shard_of(d) + 1) % 3;
-        esbulk__core_add(fx.core, d, now);
+        esbulk__core_add(fx.core, d, now, now);
     }
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
     e = index_new("logs", ESBULK__IDX_OK, 3, prim, fx.cluster);
@@ -657,7 +708,7 @@ START_TEST(test_hint_shard_only_from_its_entry)
 
         d->hint_serial = 4999;
         d->hint_shard = 0;
-        esbulk__core_add(fx.core, d, now);
+        esbulk__core_add(fx.core, d, now, now);
     }
     answer_fetches(now);
     s = must_send(1, now);
@@ -700,7 +751,7 @@ START_TEST(test_waits_for_layout_then_unrouted)
     ck_assert_uint_eq(fx.counts.unrouted, 0);
 
     /* a second index whose read never answers */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "slow", "s1", 3, 0), now + 10);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "slow", "s1", 3, 0), now + 10, now + 10);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now + 10), "slow");
     ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now + 10));
     /* the known index keeps sending while "slow" waits */
@@ -732,7 +783,7 @@ START_TEST(test_ambiguous_with_and_without_id)
     cf.level = ESBULK__ROUTING_OFF;
     fx_open(&cf);
     add(1, "with-id", now);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, 2, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, 2, 0), now, now);
     s = must_send(1, now);
     ck_assert_uint_eq(s->ndocs, 2);
     answer_kind(s, ESBULK__ANS_BROKEN, now + 10);
@@ -773,11 +824,12 @@ START_TEST(test_409_after_ambiguous_create)
 
     cf.level = ESBULK__ROUTING_OFF;
     fx_open(&cf);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_CREATE, "logs", "c1", 1, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_CREATE, "logs", "c1", 1, 0), now, now);
     s = must_send(1, now);
     answer_kind(s, ESBULK__ANS_BROKEN, now);
     esbulk__core_tick(fx.core, now + cf.backoff_ms);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_CREATE, "logs", "c2", 2, 0), now + cf.backoff_ms);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_CREATE, "logs", "c2", 2, 0), now + cf.backoff_ms,
+                     now + cf.backoff_ms);
     s = must_send(1, now + cf.backoff_ms);
     ck_assert_uint_eq(s->ndocs, 2);
     answer_items(s, conflict, now + 200);
@@ -789,7 +841,7 @@ START_TEST(test_409_after_ambiguous_create)
     {
         esbulk__doc_t *cond = doc_new(ESBULK_OP_INDEX, "logs", "v1", 3, 0);
         cond->conditional = 1;
-        esbulk__core_add(fx.core, cond, now);
+        esbulk__core_add(fx.core, cond, now, now);
     }
     add(4, "plain", now);
     s = must_send(1, now);
@@ -886,7 +938,7 @@ START_TEST(test_retry_moves_lines_out_of_block)
 
         snprintf(id, sizeof(id), "d%ld", n);
         d[n] = doc_in_block(dm, id, n);
-        esbulk__core_add(fx.core, d[n], now);
+        esbulk__core_add(fx.core, d[n], now, now);
     }
     snprintf(want, sizeof(want), "%.*s", (int)d[1]->lines_len, d[1]->lines);
     s = must_send(1, now);
@@ -1016,10 +1068,10 @@ START_TEST(test_delivery_timeout)
     cf.backoff_ms = 1000;
     cf.backoff_max_ms = 1000;
     fx_open(&cf);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, now + 500), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, now + 500), now, now);
     s = must_send(1, now);
     /* the only target is busy: the next document waits in its queue */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "b", 2, now + 300), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "b", 2, now + 300), now, now);
     ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
     esbulk__core_tick(fx.core, now + 300);
     expect(2, ESBULK_OUTCOME_FAILED, ESBULK_ERR_DELIVERY_TIMEOUT, 0);
@@ -1117,7 +1169,8 @@ START_TEST(test_retry_scans_walk_only_due)
     cf.retry_max = 5;
     fx_open(&cf);
     for (n = 0; n < total; n++)
-        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, n, now + 600000), now);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, n, now + 600000), now,
+                         now);
     s = must_send(1, now);
     ck_assert_uint_eq(s->ndocs, (size_t)total);
     answer_http(s, 503, "", now);
@@ -1381,7 +1434,7 @@ START_TEST(test_unsent_outcome_names_last_attempt)
     /* expired in its queue after a 503, behind a busy target */
     fx_open(&cf);
     now = 1000;
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, now + 3000), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "a", 1, now + 3000), now, now);
     s = must_send(1, now);
     answer_http(s, 503, "{\"error\":{\"type\":\"unavailable_shards_exception\","
                         "\"reason\":\"primary shard is not active\"},\"status\":503}", now + 1);
@@ -1469,7 +1522,7 @@ START_TEST(test_idle_state_freed)
     fx_open_cluster(&cf, 0, now);
     for (n = 0; n < 500; n++) {
         snprintf(name, sizeof(name), "day-%03ld", n);
-        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, name, "a", n, 0), now);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, name, "a", n, 0), now, now);
         while ((f = esbulk__core_next_fetch(fx.core, now)) != NULL)
             esbulk__core_index_fetched(fx.core, f, index_new(f, ESBULK__IDX_OK, 1, prim,
                                                              fx.cluster), ESBULK_OK, NULL, now);
@@ -1488,7 +1541,7 @@ START_TEST(test_idle_state_freed)
     ck_assert_uint_eq(esbulk__core_ndests(fx.core), 0);
     /* used again: read again */
     esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "day-000", "a", 1000, 0),
-                     now + 2 * cf.idle_ms);
+                     now + 2 * cf.idle_ms, now + 2 * cf.idle_ms);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now + 2 * cf.idle_ms), "day-000");
     esbulk__core_index_fetched(fx.core, "day-000", NULL, ESBULK_ERR_TRANSPORT, "canned",
                                now + 2 * cf.idle_ms);
@@ -1508,7 +1561,7 @@ START_TEST(test_seeds_only_and_unknown_index)
 
     fx_open_cluster(&cf, 1, now);
     add(1, NULL, now);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "z", 2, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "z", 2, 0), now, now);
     answer_fetches(now);
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
         ck_assert_str_eq(s->url, "http://seed:9200");
@@ -1531,7 +1584,7 @@ START_TEST(test_unrouted_leaves_a_slot)
     int64_t t0 = 1000;
 
     fx_open_cluster(&cf, 1, t0); /* one target: the seed, 2 slots */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "a", 2, 0), t0);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "a", 2, 0), t0, t0);
     answer_fetches(t0);
     u1 = must_send(1, t0);
     ck_assert_int_eq(num(u1->docs[0]), 2);
@@ -1539,7 +1592,7 @@ START_TEST(test_unrouted_leaves_a_slot)
 
     /* another unrouted document, then a routed one: the unrouted one is
      * due first, but the last slot is kept for the routed one */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "b", 3, 0), t0 + 10);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "b", 3, 0), t0 + 10, t0 + 10);
     add(1, NULL, t0 + 500);
     answer_fetches(t0 + 500);
     ck_assert_ptr_null(esbulk__core_next_send(fx.core, 0, t0 + 1010));
@@ -1556,10 +1609,10 @@ START_TEST(test_unrouted_leaves_a_slot)
 
     /* nothing routed waits: unrouted requests may take every slot */
     esbulk__core_next_deadline(fx.core, t0 + 1800);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "c", 4, 0), t0 + 1800);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "c", 4, 0), t0 + 1800, t0 + 1800);
     answer_fetches(t0 + 1800);
     u1 = must_send(1, t0 + 1800);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "d", 5, 0), t0 + 1800);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "nope", "d", 5, 0), t0 + 1800, t0 + 1800);
     answer_fetches(t0 + 1800);
     u2 = must_send(1, t0 + 1800);
     ck_assert_int_eq(num(u1->docs[0]), 4);
@@ -1599,7 +1652,7 @@ START_TEST(test_answer_fields_wanted)
 
     fx_open_known(&cf, now);
     /* "alias-w" names "logs-000001" as its write index */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "alias-w", "a-warm", -1, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "alias-w", "a-warm", -1, 0), now, now);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "alias-w");
     alias = index_new("alias-w", ESBULK__IDX_OK, 3, prim, fx.cluster);
     free(alias->write_index);
@@ -1640,7 +1693,7 @@ START_TEST(test_answer_fields_wanted)
 
     /* through the alias: _index (the server names logs-000001), not _id */
     for (n = 100; n < 110; n++)
-        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "alias-w", "x", n, 0), now);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "alias-w", "x", n, 0), now, now);
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
         ck_assert(s->want_index && !s->want_id);
         answer_items(s, NULL, now);
@@ -1649,14 +1702,14 @@ START_TEST(test_answer_fields_wanted)
         expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
 
     /* no id: both (the server assigns it, and it goes unrouted) */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, 200, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", NULL, 200, 0), now, now);
     s = must_send(1, now);
     ck_assert(s->want_index && s->want_id);
     answer_items(s, NULL, now);
     expect(200, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
 
     /* an index whose metadata says it does not exist: _index */
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "new-ix", "y", 300, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "new-ix", "y", 300, 0), now, now);
     ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "new-ix");
     esbulk__core_index_fetched(fx.core, "new-ix",
                                index_new("new-ix", ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster),
@@ -1670,7 +1723,7 @@ START_TEST(test_answer_fields_wanted)
     /* routing off: nothing is read, _index always */
     cf.level = ESBULK__ROUTING_OFF;
     fx_open_cluster(&cf, 0, now);
-    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "z", 400, 0), now);
+    esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", "z", 400, 0), now, now);
     s = must_send(1, now);
     ck_assert(s->want_index && !s->want_id);
     answer_items(s, NULL, now);
@@ -1717,7 +1770,7 @@ START_TEST(test_answer_fields)
     cf.level = ESBULK__ROUTING_OFF;
     fx_open_cluster(&cf, 0, now);
     for (i = 0; i < ESBULK__ARRAY_LEN(item); i++)
-        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", ids[i], (long)i, 0), now);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", ids[i], (long)i, 0), now, now);
     s = must_send(1, now);
     ck_assert_uint_eq(s->ndocs, ESBULK__ARRAY_LEN(item));
     off = (size_t)snprintf(body, sizeof(body), "{\"items\":[");
@@ -1824,7 +1877,7 @@ START_TEST(test_result_from_status)
             if ((cases[i].op == ESBULK_OP_UPDATE) != pass)
                 continue;
             snprintf(id, sizeof(id), "d%zu", i);
-            esbulk__core_add(fx.core, doc_new(cases[i].op, "logs", id, (long)i, 0), now);
+            esbulk__core_add(fx.core, doc_new(cases[i].op, "logs", id, (long)i, 0), now, now);
         }
         s = must_send(1, now);
         ck_assert_int_eq(s->want_result, pass);
@@ -1867,6 +1920,7 @@ int main(void)
     tcase_add_test(tc, test_retry_moves_lines_out_of_block);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
     tcase_add_test(tc, test_wait_counts_toward_interval);
+    tcase_add_test(tc, test_add_time_counts);
     tcase_add_test(tc, test_ambiguous_with_and_without_id);
     tcase_add_test(tc, test_409_after_ambiguous_create);
     tcase_add_test(tc, test_413_split_to_one);
