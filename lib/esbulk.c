@@ -127,8 +127,8 @@ int64_t esbulk_results_read(const esbulk_result_t *const *results, size_t count,
  * so the thresholds end near 512 KiB and 1 MiB; two or more such buffers
  * freed at the top of the I/O thread's heap pass 1 MiB, glibc trims them,
  * and the next transfers fault every page in again. Whether they lie at
- * the top depends on the heap's layout: in about half the processes the
- * I/O thread faulted 20,000-55,000 times and spent 50-60 ns more a
+ * the top depends on the heap's layout: in 12 of 27 processes the I/O
+ * thread faulted about 50,000 times a round and spent 30-60 ns more a
  * document (bench/longrun against the null sink, 1M documents a round).
  * Freeing one 4 MiB block raises the thresholds to 4 and 8 MiB, as glibc
  * does itself when a program frees a block that large: ten transfers'

@@ -948,7 +948,8 @@ static void malloc_tune_case(const char *tune, int want_mmapped)
     ck_assert_ptr_nonnull(after);
     ck_assert_msg((n3 == n2 + 1) == want_mmapped,
                   "malloc.tune=%s: a 3 MiB block after esbulk_new is %s (want %s)", tune,
-                  n3 == n2 + 1 ? "mmapped" : "from the heap", want_mmapped ? "mmapped" : "from the heap");
+                  n3 == n2 + 1 ? "mmapped" : "from the heap",
+                  want_mmapped ? "mmapped" : "from the heap");
     free(before);
     free(after);
     esbulk_destroy(eb);

@@ -820,7 +820,7 @@ static void silent_request_timeout(int settle_ms)
                seen[0].reason);
     {
         /* added later, the document finds the cluster's read failed and
-         * waits for no index read. Two CI runs saw 3994 ms here: the I/O
+         * waits for no index read. CI runs saw up to 3994 ms here: the I/O
          * thread took the document up to flush.interval.ms after its add
          * (it is woken only when it would look too late by itself), and
          * flush.interval.ms counted from then; it counts from the add now
