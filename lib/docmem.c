@@ -24,15 +24,24 @@
 #define SPARE_BLOCKS 4
 #define SPARE_TRIM_MS 5000
 
+/* The current block holds RESERVE references for the documents it will
+ * take, so that an add takes one without an atomic operation (a locked
+ * instruction, on the line that the I/O thread's drops write too): it only
+ * counts them in taken. The rest go back when it stops being current. A
+ * document takes at least 2 bytes, so a block never takes more. */
+#define RESERVE BLOCK_BYTES
+
 typedef struct esbulk__block_s {
-    atomic_size_t refs;     /* documents with lines here, + 1 while it is the current block */
+    atomic_size_t refs;     /* documents with lines here, + 1 + RESERVE - taken while it is
+                               the current block */
     atomic_size_t used;     /* bytes handed out */
+    size_t taken;           /* documents taken while current (under dm->lock) */
     esbulk__docmem_t *dm;
     struct esbulk__block_s *next; /* among the spares */
     char data[];
 } block_t;
 
-/* Records start on a cache line: each touches exactly its own 5 lines. */
+/* Records start on a cache line: each touches exactly its own 4 lines. */
 #define SLAB_ALIGN ESBULK__CACHE_LINE
 typedef struct slab_s {
     struct slab_s *next;
@@ -64,11 +73,11 @@ esbulk__docmem_t *esbulk__docmem_new(void)
     return dm;
 }
 
-static void block_unref(block_t *b)
+static void block_unref_n(block_t *b, size_t n)
 {
     esbulk__docmem_t *dm = b->dm;
 
-    if (atomic_fetch_sub(&b->refs, 1) != 1)
+    if (atomic_fetch_sub(&b->refs, n) != n)
         return;
     /* kept: its pages stay mapped, a new block would fault them in */
     pthread_mutex_lock(&dm->lock);
@@ -76,6 +85,18 @@ static void block_unref(block_t *b)
     dm->spare = b;
     dm->nspare++;
     pthread_mutex_unlock(&dm->lock);
+}
+
+static void block_unref(block_t *b)
+{
+    block_unref_n(b, 1);
+}
+
+/* b stops being the current block: its own reference and what is left of
+ * its reservation. */
+static void block_retire(block_t *b)
+{
+    block_unref_n(b, 1 + RESERVE - b->taken);
 }
 
 void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms)
@@ -147,7 +168,7 @@ void esbulk__docmem_destroy(esbulk__docmem_t *dm)
         return;
     for (i = 0; i < ESBULK__DOCMEM_SLOTS; i++)
         if (dm->cur[i] != NULL)
-            block_unref(dm->cur[i]); /* frees it, or keeps it as a spare */
+            block_retire(dm->cur[i]); /* frees it, or keeps it as a spare */
     while ((b = dm->spare) != NULL) {
         dm->spare = b->next;
         free(b);
@@ -172,8 +193,9 @@ static block_t *block_new(esbulk__docmem_t *dm)
     } else if ((b = malloc(sizeof(*b) + BLOCK_BYTES)) == NULL) {
         return NULL;
     }
-    atomic_init(&b->refs, 1);
+    atomic_init(&b->refs, 1 + RESERVE);
     atomic_init(&b->used, 0);
+    b->taken = 0;
     b->dm = dm;
     b->next = NULL;
     return b;
@@ -243,8 +265,11 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
             /* no document holds it (only adds take a share, under this
              * lock): start over at its beginning, on pages already resident
              * and in cache, rather than touch new ones */
-            if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1)
+            if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1 + RESERVE - b->taken) {
                 atomic_store_explicit(&b->used, 0, memory_order_relaxed);
+                atomic_store_explicit(&b->refs, 1 + RESERVE, memory_order_relaxed);
+                b->taken = 0;
+            }
             off = atomic_load_explicit(&b->used, memory_order_relaxed);
             if (off + need > BLOCK_BYTES) {
                 retired = b; /* the documents in it keep it until their answers */
@@ -262,13 +287,14 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
         goto nomem_retired; /* nothing handed out: b stays as it was, or new and empty */
     if (b != NULL) {
         /* under the lock, which orders the takes: plain atomicity is enough
-         * (a seq_cst store is a full fence on x86, on every add) */
+         * (a seq_cst store is a full fence on x86, on every add); the
+         * document's reference is one of the reservation's */
         atomic_store_explicit(&b->used, off + need, memory_order_relaxed);
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+        b->taken++;
     }
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
-        block_unref(retired);
+        block_retire(retired);
     memset(d, 0, sizeof(*d));
     d->dm = dm;
     d->slot = (unsigned char)slot;
@@ -284,7 +310,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
 nomem_retired:
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
-        block_unref(retired); /* it left dm->cur: nothing else holds this share */
+        block_retire(retired); /* it left dm->cur: nothing else holds this share */
     free(own);
     return ESBULK_ERR_NOMEM;
 nomem:
@@ -314,6 +340,29 @@ void esbulk__doc_drop_lines(esbulk__doc_t *d)
         free(d->lines);
     d->block = NULL;
     d->lines = NULL;
+}
+
+void esbulk__doc_drop_lines_run(esbulk__doc_t *d, esbulk__drops_t *run)
+{
+    if (d->block == NULL) {
+        esbulk__doc_drop_lines(d);
+        return;
+    }
+    if (run->block != d->block) {
+        esbulk__drops_end(run);
+        run->block = d->block;
+    }
+    run->n++;
+    d->block = NULL;
+    d->lines = NULL;
+}
+
+void esbulk__drops_end(esbulk__drops_t *run)
+{
+    if (run->block != NULL)
+        block_unref_n(run->block, run->n);
+    run->block = NULL;
+    run->n = 0;
 }
 
 void esbulk__doc_own_lines(esbulk__doc_t *d)

@@ -53,6 +53,18 @@ void esbulk__docmem_trim(esbulk__doc_t *d, size_t lines_max);
 
 /* Gives back d's lines (the block's share, or its own allocation). */
 void esbulk__doc_drop_lines(esbulk__doc_t *d);
+/* Drops of many documents' lines, one atomic operation per run of
+ * documents in the same block (a response's documents lie together): start
+ * it zeroed, end it with esbulk__drops_end before the block could be
+ * needed (a block is reused only when its last document's drop is done). */
+typedef struct {
+    struct esbulk__block_s *block;
+    size_t n;
+} esbulk__drops_t;
+/* As esbulk__doc_drop_lines, the block's share counted in run. */
+void esbulk__doc_drop_lines_run(esbulk__doc_t *d, esbulk__drops_t *run);
+/* Gives back the shares counted in run. */
+void esbulk__drops_end(esbulk__drops_t *run);
 /* Moves d's lines out of their block into an allocation of their own (a
  * retry waits: the block can be reused meanwhile). Out of memory: they stay
  * where they are. */

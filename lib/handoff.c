@@ -76,6 +76,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
     int keep_body = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_KEEP_BODY);
     esbulk__queue_t drop = {0}, keep = {0};
+    esbulk__drops_t drops = {0};
     esbulk__doc_t *d, *next;
     size_t freed_bytes = 0, q_bytes = 0;
     uint64_t indexed = 0, failed = 0, possibly = 0, closed = 0;
@@ -89,7 +90,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
         next = d->next;
         /* the body is not needed any more, but for a dead-letter output */
         if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED)
-            esbulk__doc_drop_lines(d);
+            esbulk__doc_drop_lines_run(d, &drops);
         freed_bytes += d->body_bytes;
         d->body_bytes = 0;
         q_bytes += d->lines_len;
@@ -103,6 +104,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
         if (failures_only)
             esbulk__queue_push(d->outcome == ESBULK_OUTCOME_INDEXED ? &drop : &keep, d);
     }
+    esbulk__drops_end(&drops);
     if (failures_only)
         *q = keep;
     else

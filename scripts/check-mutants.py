@@ -14,6 +14,16 @@ import argparse, os, shutil, subprocess, sys, tempfile, time
 
 # name, file, old text, new text, what a reviewer would call it
 MUTANTS = [
+    ("drops-run-lost", "lib/docmem.c",
+     """    if (run->block != NULL)
+        block_unref_n(run->block, run->n);""",
+     """    if (run->block != NULL && run->n > 1)
+        block_unref_n(run->block, run->n - 1);""",
+     "a run of drops gives back one share fewer than it counted"),
+    ("retire-keeps-reservation", "lib/docmem.c",
+     """    block_unref_n(b, 1 + RESERVE - b->taken);""",
+     """    block_unref_n(b, 1);""",
+     "a retired block keeps the rest of its reservation (it is never reused)"),
     ("route-sum-64bit", "lib/route.c",
      """            sum = (uint32_t)hash + (uint32_t)esbulk__floor_mod(id_hash, layout->partition_size);
             hash = esbulk__u32_to_i32(sum);""",
@@ -226,7 +236,7 @@ MUTANTS = [
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
-         "check_engine", "check_core", "check_misuse", "check_pull"]
+         "check_engine", "check_core", "check_misuse", "check_pull", "check_docmem"]
 
 
 def run(cmd, **kw):

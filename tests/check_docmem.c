@@ -164,6 +164,74 @@ START_TEST(test_current_block_rewinds_when_empty)
 }
 END_TEST
 
+/* The lines of a response's documents go back in one atomic operation per
+ * run of documents in the same block (esbulk__doc_drop_lines_run): until
+ * the run ends they still hold their block, which neither rewinds nor, once
+ * retired, becomes a spare; after it, exactly the shares of the documents
+ * dropped went back. The current block takes its documents' shares from a
+ * reservation, handed back when it is retired. */
+START_TEST(test_drops_run)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__drops_t run = {0};
+    esbulk__doc_t *a, *b, *c, *big[5], *next, *own;
+    const char *first;
+    int i;
+
+    a = take_filled(dm, 100, 100, 1);
+    b = take_filled(dm, 100, 100, 2);
+    first = a->lines;
+    esbulk__doc_drop_lines_run(a, &run);
+    esbulk__doc_drop_lines_run(b, &run);
+    ck_assert_ptr_null(a->block);
+    ck_assert_ptr_null(a->lines);
+    ck_assert_uint_eq(run.n, 2);
+    /* the run still holds the block: the next document goes after b's */
+    c = take_filled(dm, 100, 100, 3);
+    ck_assert_ptr_ne(c->lines, first);
+    esbulk__drops_end(&run);
+    ck_assert_ptr_null(run.block);
+    ck_assert_uint_eq(run.n, 0);
+    esbulk__doc_drop_lines(c);
+    /* nothing holds it now: it starts over */
+    esbulk__doc_free(c);
+    c = take_filled(dm, 100, 100, 4);
+    ck_assert_ptr_eq(c->lines, first);
+    esbulk__doc_free(c);
+    esbulk__doc_free(a);
+    esbulk__doc_free(b);
+
+    /* a block retired (full) whose documents a run drops: a spare only
+     * when the run ends; a document with lines of its own is freed at
+     * once, and a document of another block ends the run before it */
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), 0);
+    for (i = 0; i < 5; i++)
+        big[i] = take_filled_in(dm, 1, 200000, 200000, (unsigned)i);
+    next = take_filled_in(dm, 1, 200000, 200000, 9); /* the block is full: a new one */
+    ck_assert_ptr_ne(next->block, big[0]->block);
+    own = take_filled_in(dm, 1, 300000, 300000, 8); /* more than a quarter block */
+    ck_assert_ptr_null(own->block);
+    for (i = 0; i < 5; i++) {
+        esbulk__doc_drop_lines_run(big[i], &run);
+        if (i == 2)
+            esbulk__doc_drop_lines_run(own, &run);
+    }
+    ck_assert_ptr_null(own->lines);
+    ck_assert_uint_eq(run.n, 5);
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), 0);
+    esbulk__doc_drop_lines_run(next, &run); /* another block: the first run ends */
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), 1);
+    ck_assert_uint_eq(run.n, 1);
+    esbulk__drops_end(&run);
+    ck_assert_uint_eq(esbulk__docmem_spares(dm), 1); /* next's block is still current */
+    for (i = 0; i < 5; i++)
+        esbulk__doc_free(big[i]);
+    esbulk__doc_free(next);
+    esbulk__doc_free(own);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 /* Blocks that all their documents let go are kept for reuse, however many
  * (a new one would be faulted in and zeroed by the kernel again: a quarter
  * of the client's CPU once the buffer is full), and handed out again before
@@ -537,6 +605,7 @@ int main(void)
     tcase_add_test(tc, test_blocks_reused_only_when_empty);
     tcase_add_test(tc, test_large_and_empty);
     tcase_add_test(tc, test_current_block_rewinds_when_empty);
+    tcase_add_test(tc, test_drops_run);
     tcase_add_test(tc, test_spares_kept_reused_trimmed);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_slots_apart);
