@@ -56,11 +56,11 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *i
     if (p->off || (id_len == 0 && routing_len == 0))
         return 0;
     pthread_mutex_lock(&p->lock);
-    for (k = 0; k < p->n; k++) {
+    for (k = 0, i = p->last; k < p->n; k++, i = i + 1 < p->n ? i + 1 : 0) {
         const esbulk__index_t *e;
         int32_t shard;
 
-        i = (p->last + k) % p->n;
+        /* from the entry found last, round (no division: this is per add) */
         e = p->e[i];
         if (strcmp(e->name, index) != 0)
             continue;
