@@ -7,7 +7,6 @@
 #include "place.h"
 
 #include <check.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -274,15 +273,11 @@ START_TEST(test_populate_ahead)
     supported = 0;
 #endif
     munmap(probe, page);
-    /* a block is malloc'd: fresh pages from mmap, whatever blocks earlier
-     * tests in this process freed (glibc raises its threshold past them) */
-#ifdef M_MMAP_THRESHOLD
-    mallopt(M_MMAP_THRESHOLD, 256 << 10);
-#endif
     dm = esbulk__docmem_new();
     d[0] = take_filled(dm, 100, 100, 0);
     start = d[0]->lines;
-    /* far past the step: not touched */
+    /* far past the step: not touched (a block is malloc'd, and 1 MiB is
+     * mmapped fresh by glibc at its default threshold) */
     ck_assert_uint_eq(resident_pages(start + (768 << 10), 64 << 10, &all), 0);
     if (!supported) {
         printf("MADV_POPULATE_WRITE refused: population not checked\n");
