@@ -1,14 +1,11 @@
 /* Slabs of document records and shared blocks of request lines (docmem.h). */
 #include "docmem.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* Records per slab, bytes per block. A document's lines larger than a
  * quarter of a block get an allocation of their own.
@@ -34,19 +31,11 @@
  * document takes at least 2 bytes, so a block never takes more. */
 #define RESERVE BLOCK_BYTES
 
-/* New memory is faulted in by the kernel POPULATE_BYTES at a time, in one
- * call (MADV_POPULATE_WRITE), a little ahead of its first use: a page
- * faulted in by a first write costs a trap each, about a third of a page's
- * cost on a virtual machine, and a new handle faults in its whole buffer.
- * Only ever ahead by one step, so a handle's memory still follows its use. */
-#define POPULATE_BYTES ((size_t)128 << 10)
-
 typedef struct esbulk__block_s {
     atomic_size_t refs;     /* documents with lines here, + 1 + RESERVE - taken while it is
                                the current block */
     atomic_size_t used;     /* bytes handed out */
     size_t taken;           /* documents taken while current (under dm->lock) */
-    size_t populated;       /* data[0..populated) asked of the kernel (under dm->lock) */
     esbulk__docmem_t *dm;
     struct esbulk__block_s *next; /* among the spares */
     char data[];
@@ -72,36 +61,6 @@ struct esbulk__docmem_s {
     uint64_t free_locks;    /* records given back under the lock (esbulk__docmem_free_locks) */
     int64_t next_trim_ms;   /* 0: not yet started */
 };
-
-/* Has the kernel fault in for writing the pages from the one p is in to the
- * one p + len is in, that one excluded (so that ranges that follow each
- * other leave no page out, and none past the memory is asked for); nothing
- * if it cannot (a kernel before 5.14: asked once). It changes no byte. */
-static void populate(void *p, size_t len)
-{
-#ifdef MADV_POPULATE_WRITE
-    static atomic_int unsupported;
-    static atomic_size_t page_size;
-    size_t page = atomic_load_explicit(&page_size, memory_order_relaxed);
-    uintptr_t a, e;
-
-    if (atomic_load_explicit(&unsupported, memory_order_relaxed))
-        return;
-    if (page == 0) {
-        long ps = sysconf(_SC_PAGESIZE);
-
-        page = ps > 0 ? (size_t)ps : 4096;
-        atomic_store_explicit(&page_size, page, memory_order_relaxed);
-    }
-    a = (uintptr_t)p & ~(uintptr_t)(page - 1);
-    e = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
-    if (e > a && madvise((void *)a, e - a, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
-        atomic_store_explicit(&unsupported, 1, memory_order_relaxed);
-#else
-    (void)p;
-    (void)len;
-#endif
-}
 
 esbulk__docmem_t *esbulk__docmem_new(void)
 {
@@ -233,8 +192,6 @@ static block_t *block_new(esbulk__docmem_t *dm)
             dm->spare_low = dm->nspare;
     } else if ((b = malloc(sizeof(*b) + BLOCK_BYTES)) == NULL) {
         return NULL;
-    } else {
-        b->populated = 0; /* a spare's pages stay resident */
     }
     atomic_init(&b->refs, 1 + RESERVE);
     atomic_init(&b->used, 0);
@@ -268,7 +225,6 @@ static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
         if (raw == NULL)
             return NULL;
         s = (slab_t *)(((uintptr_t)raw + SLAB_ALIGN - 1) & ~(uintptr_t)(SLAB_ALIGN - 1));
-        populate(s, sizeof(*s)); /* the loop below writes every record */
         s->raw = raw;
         s->next = dm->slabs;
         dm->slabs = s;
@@ -294,7 +250,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     esbulk__doc_t *d;
     block_t *b = NULL, *retired = NULL;
     char *own = NULL;
-    size_t need = lines_max + 1, off = 0, pop_from = 0, pop_to = 0;
+    size_t need = lines_max + 1, off = 0;
 
     *out = NULL;
     if (lines != NULL)
@@ -335,22 +291,10 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
          * document's reference is one of the reservation's */
         atomic_store_explicit(&b->used, off + need, memory_order_relaxed);
         b->taken++;
-        /* the pages up to a step past this document's, asked for after the
-         * lock (the range is this call's: another add that writes in it
-         * first just faults a page in itself) */
-        if (b->populated < off + need + POPULATE_BYTES / 2 && b->populated < BLOCK_BYTES) {
-            pop_from = b->populated;
-            pop_to = off + need + POPULATE_BYTES;
-            if (pop_to > BLOCK_BYTES)
-                pop_to = BLOCK_BYTES;
-            b->populated = pop_to;
-        }
     }
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
         block_retire(retired);
-    if (pop_to > pop_from)
-        populate(b->data + pop_from, pop_to - pop_from);
     memset(d, 0, sizeof(*d));
     d->dm = dm;
     d->slot = (unsigned char)slot;

@@ -14,15 +14,6 @@ import argparse, os, shutil, subprocess, sys, tempfile, time
 
 # name, file, old text, new text, what a reviewer would call it
 MUTANTS = [
-    ("populate-never", "lib/docmem.c",
-     """    if (pop_to > pop_from)
-        populate(b->data + pop_from, pop_to - pop_from);""",
-     """    (void)pop_from;""",
-     "a block's pages faulted in one by one, never asked for ahead"),
-    ("populate-whole-block", "lib/docmem.c",
-     """            pop_to = off + need + POPULATE_BYTES;""",
-     """            pop_to = BLOCK_BYTES;""",
-     "a new block's whole megabyte faulted in at its first document"),
     ("drops-run-lost", "lib/docmem.c",
      """    if (run->block != NULL)
         block_unref_n(run->block, run->n);""",

@@ -14,8 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* A document with lines_max bytes of room, filled with a pattern of n bytes
  * that names it (the rest of the room given back). */
@@ -230,69 +228,6 @@ START_TEST(test_drops_run)
         esbulk__doc_free(big[i]);
     esbulk__doc_free(next);
     esbulk__doc_free(own);
-    esbulk__docmem_destroy(dm);
-}
-END_TEST
-
-/* Of the pages that [p, p + len) touches, how many are resident (mincore)
- * and, in *all, how many there are. */
-static size_t resident_pages(const char *p, size_t len, size_t *all)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), n, i, count = 0;
-    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
-    unsigned char vec[1024];
-
-    n = ((uintptr_t)p + len - a + page - 1) / page;
-    ck_assert_uint_le(n, sizeof(vec));
-    ck_assert_int_eq(mincore((void *)a, n * page, vec), 0);
-    for (i = 0; i < n; i++)
-        count += vec[i] & 1;
-    *all = n;
-    return count;
-}
-
-/* A new block's pages are asked of the kernel a step (128 KiB) ahead of
- * the documents written in it, in one call, not faulted in one by one; and
- * only a step ahead: its memory still follows its use. */
-START_TEST(test_populate_ahead)
-{
-    esbulk__docmem_t *dm;
-    esbulk__doc_t *d[40];
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const char *start;
-    void *probe;
-    size_t all;
-    int supported, i;
-
-    /* the kernel has MADV_POPULATE_WRITE (5.14)? */
-    probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(probe, MAP_FAILED);
-#ifdef MADV_POPULATE_WRITE
-    supported = madvise(probe, page, MADV_POPULATE_WRITE) == 0;
-#else
-    supported = 0;
-#endif
-    munmap(probe, page);
-    dm = esbulk__docmem_new();
-    d[0] = take_filled(dm, 100, 100, 0);
-    start = d[0]->lines;
-    /* far past the step: not touched (a block is malloc'd, and 1 MiB is
-     * mmapped fresh by glibc at its default threshold) */
-    ck_assert_uint_eq(resident_pages(start + (768 << 10), 64 << 10, &all), 0);
-    if (!supported) {
-        printf("MADV_POPULATE_WRITE refused: population not checked\n");
-    } else {
-        /* the step: resident before anything is written there */
-        ck_assert_uint_eq(resident_pages(start + page, (120 << 10) - page, &all), all);
-        /* written on: the next step comes before the first is used up */
-        for (i = 1; i < 40; i++)
-            d[i] = take_filled(dm, 4000, 4000, (unsigned)i); /* ~160 KB */
-        ck_assert_uint_eq(resident_pages(start + (160 << 10), 64 << 10, &all), all);
-        ck_assert_uint_eq(resident_pages(start + (768 << 10), 64 << 10, &all), 0);
-        for (i = 1; i < 40; i++)
-            esbulk__doc_free(d[i]);
-    }
-    esbulk__doc_free(d[0]);
     esbulk__docmem_destroy(dm);
 }
 END_TEST
@@ -671,7 +606,6 @@ int main(void)
     tcase_add_test(tc, test_large_and_empty);
     tcase_add_test(tc, test_current_block_rewinds_when_empty);
     tcase_add_test(tc, test_drops_run);
-    tcase_add_test(tc, test_populate_ahead);
     tcase_add_test(tc, test_spares_kept_reused_trimmed);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_slots_apart);
