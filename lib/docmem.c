@@ -334,25 +334,23 @@ void esbulk__docmem_trim(esbulk__doc_t *d, size_t lines_max)
 
 void esbulk__doc_drop_lines(esbulk__doc_t *d)
 {
-    if (d->block != NULL)
-        block_unref(d->block);
-    else
-        free(d->lines);
-    d->block = NULL;
-    d->lines = NULL;
+    esbulk__drops_t run = {0};
+
+    esbulk__doc_drop_lines_run(d, &run);
+    esbulk__drops_end(&run);
 }
 
 void esbulk__doc_drop_lines_run(esbulk__doc_t *d, esbulk__drops_t *run)
 {
     if (d->block == NULL) {
-        esbulk__doc_drop_lines(d);
-        return;
+        free(d->lines); /* an allocation of its own */
+    } else {
+        if (run->block != d->block) {
+            esbulk__drops_end(run);
+            run->block = d->block;
+        }
+        run->n++;
     }
-    if (run->block != d->block) {
-        esbulk__drops_end(run);
-        run->block = d->block;
-    }
-    run->n++;
     d->block = NULL;
     d->lines = NULL;
 }
