@@ -244,6 +244,26 @@ static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
     return d;
 }
 
+/* Zeroes a record. gcc (12, x86-64) expands a memset of its 256 bytes as
+ * `rep stosq`, whose start-up cost is most of the time it takes: 18 ns
+ * against 5.5 for sixteen 16-byte stores, on a record in cache (clang
+ * emits those stores for the memset itself). On every add. */
+static void record_zero(esbulk__doc_t *d)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    typedef long long v16 __attribute__((vector_size(16), may_alias, aligned(1)));
+    v16 *v = (v16 *)(void *)d;
+    const v16 z = {0, 0};
+
+    _Static_assert(sizeof(*d) == 16 * sizeof(v16), "a record is sixteen 16-byte words");
+    /* spelled out: gcc turns a loop of them back into the memset */
+    v[0] = z, v[1] = z, v[2] = z, v[3] = z, v[4] = z, v[5] = z, v[6] = z, v[7] = z;
+    v[8] = z, v[9] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;
+#else
+    memset(d, 0, sizeof(*d));
+#endif
+}
+
 esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lines_max,
                                  esbulk__doc_t **out, char **lines)
 {
@@ -295,7 +315,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
         block_retire(retired);
-    memset(d, 0, sizeof(*d));
+    record_zero(d);
     d->dm = dm;
     d->slot = (unsigned char)slot;
     if (b != NULL) {

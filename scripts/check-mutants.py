@@ -14,6 +14,10 @@ import argparse, os, shutil, subprocess, sys, tempfile, time
 
 # name, file, old text, new text, what a reviewer would call it
 MUTANTS = [
+    ("record-zero-short", "lib/docmem.c",
+     """    v[8] = z, v[9] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",
+     """    v[8] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",
+     "a record taken keeps 16 bytes of the document before it"),
     ("drops-run-lost", "lib/docmem.c",
      """    if (run->block != NULL)
         block_unref_n(run->block, run->n);""",

@@ -74,6 +74,41 @@ START_TEST(test_record_four_lines)
 }
 END_TEST
 
+/* A record taken is zeroed, every byte but those the take sets (its
+ * docmem and slot), whatever the document before it left there: doc_build
+ * sets only what differs from zero. */
+START_TEST(test_record_zeroed)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__doc_t *d, *again, copy;
+    static const esbulk__doc_t zero;
+    unsigned char slot;
+
+    ck_assert_ptr_nonnull(dm);
+    ck_assert_int_eq(esbulk__docmem_take(dm, 5, 0, &d, NULL), ESBULK_OK);
+    slot = d->slot;
+    /* every byte dirty but what the free reads */
+    memset(d, 0xa5, sizeof(*d));
+    d->dm = dm;
+    d->slot = slot;
+    d->block = NULL;
+    d->lines = NULL;
+    d->strs_own = NULL;
+    d->more = NULL;
+    esbulk__doc_free(d);
+    ck_assert_int_eq(esbulk__docmem_take(dm, 5, 0, &again, NULL), ESBULK_OK);
+    ck_assert_ptr_eq(again, d); /* the slot's free records are a stack */
+    memcpy(&copy, again, sizeof(copy));
+    ck_assert_ptr_eq(copy.dm, dm);
+    ck_assert_uint_eq(copy.slot, slot);
+    copy.dm = NULL;
+    copy.slot = 0;
+    ck_assert_msg(memcmp(&copy, &zero, sizeof(copy)) == 0, "a record taken is not all zero");
+    esbulk__doc_free(again);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 #define N 20000
 
 START_TEST(test_regions_apart_and_trimmed)
@@ -601,6 +636,7 @@ int main(void)
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_record_four_lines);
+    tcase_add_test(tc, test_record_zeroed);
     tcase_add_test(tc, test_regions_apart_and_trimmed);
     tcase_add_test(tc, test_blocks_reused_only_when_empty);
     tcase_add_test(tc, test_large_and_empty);
