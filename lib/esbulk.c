@@ -499,8 +499,8 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         goto fail;
     }
     /* beside the documents going where this one most likely goes */
-    slot = esbulk__place_slot(&eb->place, index, id, id_len, routing, routing_len, &hint_serial,
-                              &hint_shard);
+    slot = esbulk__place_slot(&eb->place, index, index_len, id, id_len, routing, routing_len,
+                              &hint_serial, &hint_shard);
     if ((err = esbulk__docmem_take(eb->dm, slot, lines_max, &d, &p)) != ESBULK_OK)
         goto fail;
     d->hint_serial = hint_serial;

@@ -1,5 +1,6 @@
 /* Placement hints (place.h). */
 #include "place.h"
+#include "murmur3.h"
 
 #include <string.h>
 
@@ -34,8 +35,15 @@ void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
     pthread_mutex_lock(&p->lock);
     nold = p->n;
     memcpy(old, p->e, sizeof(*old) * (size_t)nold);
-    if (n > 0)
-        memcpy(p->e, e, sizeof(*e) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        p->e[i] = e[i];
+        p->name_len[i] = strlen(e[i]->name);
+        /* an alias's routing goes by esbulk__index_shard() */
+        if (e[i]->alias_routing == NULL)
+            esbulk__shard_div_init(&p->div[i], &e[i]->layout);
+        else
+            memset(&p->div[i], 0, sizeof(p->div[i]));
+    }
     p->n = n;
     p->last = 0;
     pthread_mutex_unlock(&p->lock);
@@ -44,7 +52,8 @@ void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
         esbulk__index_release(old[i]);
 }
 
-unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
+unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, size_t index_len,
+                            const char *id, size_t id_len,
                             const char *routing, size_t routing_len, uint64_t *serial,
                             int32_t *shard_out)
 {
@@ -62,13 +71,23 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *i
 
         /* from the entry found last, round (no division: this is per add) */
         e = p->e[i];
-        if (strcmp(e->name, index) != 0)
+        if (p->name_len[i] != index_len || memcmp(e->name, index, index_len) != 0)
             continue;
         p->last = i;
         if (e->state != ESBULK__IDX_OK)
             break; /* the core does not route it either */
-        if (esbulk__index_shard(e, id, id_len, routing, routing_len, &shard) != ESBULK_OK)
+        if (p->div[i].ok) {
+            int32_t hash;
+
+            /* as esbulk_layout_shard(), without its divisions */
+            if (esbulk__murmur3_utf16(routing_len > 0 ? routing : id,
+                                      routing_len > 0 ? routing_len : id_len,
+                                      &hash) != ESBULK_OK)
+                break;
+            shard = esbulk__shard_div(&p->div[i], hash);
+        } else if (esbulk__index_shard(e, id, id_len, routing, routing_len, &shard) != ESBULK_OK) {
             break; /* no key, or a routing the server refuses anyway */
+        }
         slot = (unsigned)shard;
         *serial = e->serial;
         *shard_out = shard;

@@ -20,6 +20,9 @@
 typedef struct {
     pthread_mutex_t lock;
     esbulk__index_t *e[ESBULK__PLACE_MAX]; /* references, under lock */
+    size_t name_len[ESBULK__PLACE_MAX];    /* strlen(e[i]->name) */
+    esbulk__shard_div_t div[ESBULK__PLACE_MAX]; /* e[i]'s layout; not ok: computed by
+                                              esbulk__index_shard() */
     int n;
     int last;    /* the entry found last (documents come in runs) */
     int by_node; /* the slot follows the primary's node (routing.level=node),
@@ -33,12 +36,13 @@ void esbulk__place_destroy(esbulk__place_t *p);
 /* The layouts are now e[0..n) (references taken over; at most
  * ESBULK__PLACE_MAX). */
 void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n);
-/* The slot for a document of index (NUL-terminated) with this id and
+/* The slot for a document of index (NUL-terminated, index_len bytes) with this id and
  * routing: the primary's node number (or the shard) when the index's layout
  * is known and the document has a key to route on, else 0. When a shard was
  * computed (the entry readable, its routing accepted), *serial is the
  * entry's serial and *shard the shard; else *serial is 0. */
-unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
+unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, size_t index_len,
+                            const char *id, size_t id_len,
                             const char *routing, size_t routing_len, uint64_t *serial,
                             int32_t *shard);
 

@@ -3,6 +3,7 @@
 #include "murmur3.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void esbulk__layout_init(esbulk_layout_t *layout)
 {
@@ -85,7 +86,7 @@ int32_t esbulk_layout_routing_shards(const esbulk_layout_t *layout)
 esbulk_err_t esbulk_layout_shard(const esbulk_layout_t *layout, const char *id, size_t id_len,
                                  const char *routing, size_t routing_len, int32_t *shard)
 {
-    int32_t hash, routing_shards;
+    int32_t hash;
     esbulk_err_t err;
 
     if (layout == NULL || shard == NULL || (id == NULL && id_len > 0) ||
@@ -117,6 +118,14 @@ esbulk_err_t esbulk_layout_shard(const esbulk_layout_t *layout, const char *id, 
             return err;
     }
 
+    return esbulk__layout_shard_of_hash(layout, hash, shard);
+}
+
+esbulk_err_t esbulk__layout_shard_of_hash(const esbulk_layout_t *layout, int32_t hash,
+                                          int32_t *shard)
+{
+    int32_t routing_shards;
+
     if (layout->fn == ESBULK_ROUTE_MOD) {
         *shard = esbulk__floor_mod(hash, layout->shards);
         return ESBULK_OK;
@@ -126,4 +135,29 @@ esbulk_err_t esbulk_layout_shard(const esbulk_layout_t *layout, const char *id, 
         return ESBULK_ERR_INVALID_ARG;
     *shard = esbulk__floor_mod(hash, routing_shards) / (routing_shards / layout->shards);
     return ESBULK_OK;
+}
+
+void esbulk__shard_div_init(esbulk__shard_div_t *s, const esbulk_layout_t *layout)
+{
+    int32_t rs = esbulk_layout_routing_shards(layout);
+
+    memset(s, 0, sizeof(*s));
+    if (layout->shards < 1 || layout->partition_size != 1)
+        return;
+    if (layout->fn == ESBULK_ROUTE_MOD) {
+        s->mod = (uint32_t)layout->shards;
+        s->factor = 1;
+    } else {
+        if (rs < layout->shards || rs % layout->shards != 0)
+            return;
+        s->mod = (uint32_t)rs;
+        s->factor = (uint32_t)(rs / layout->shards);
+    }
+    s->bias = (uint32_t)(((uint64_t)1 << 31) % s->mod);
+    /* 2^64 / d rounded up is UINT64_MAX / d + 1 for any d > 1; for d = 1 it
+     * wraps to 0, which is right for the remainder (always 0), and the
+     * quotient by 1 is not computed */
+    s->m_mod = UINT64_MAX / s->mod + 1;
+    s->m_factor = UINT64_MAX / s->factor + 1;
+    s->ok = 1;
 }

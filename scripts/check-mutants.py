@@ -14,6 +14,14 @@ import argparse, os, shutil, subprocess, sys, tempfile, time
 
 # name, file, old text, new text, what a reviewer would call it
 MUTANTS = [
+    ("shard-div-no-bias", "lib/route.c",
+     """    s->bias = (uint32_t)(((uint64_t)1 << 31) % s->mod);""",
+     """    s->bias = 0;""",
+     "the prepared shard function forgets that the hash was shifted by 2^31"),
+    ("place-name-prefix", "lib/place.c",
+     """        if (p->name_len[i] != index_len || memcmp(e->name, index, index_len) != 0)""",
+     """        if (memcmp(e->name, index, index_len) != 0)""",
+     "the placement takes an index whose name only begins like the one added"),
     ("record-zero-short", "lib/docmem.c",
      """    v[8] = z, v[9] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",
      """    v[8] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",

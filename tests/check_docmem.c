@@ -526,8 +526,8 @@ static int32_t hint_shard;
 static unsigned ps(esbulk__place_t *p, const char *index, const char *id, size_t id_len,
                    const char *routing, size_t routing_len)
 {
-    return esbulk__place_slot(p, index, id, id_len, routing, routing_len, &hint_serial,
-                              &hint_shard);
+    return esbulk__place_slot(p, index, strlen(index), id, id_len, routing, routing_len,
+                              &hint_serial, &hint_shard);
 }
 
 /* The last hint names entry e and the shard the layout gives. */
@@ -585,6 +585,11 @@ START_TEST(test_place_slots)
     }
     ck_assert(seen[0] > 50 && seen[1] > 50 && seen[2] > 50);
     ck_assert_uint_eq(ps(&node, "other", "a", 1, NULL, 0), 0);
+    ck_assert_uint_eq(hint_serial, 0);
+    /* a name that only begins or ends like one known is not it */
+    ck_assert_uint_eq(ps(&node, "log", "a", 1, NULL, 0), 0);
+    ck_assert_uint_eq(hint_serial, 0);
+    ck_assert_uint_eq(ps(&node, "logs2", "a", 1, NULL, 0), 0);
     ck_assert_uint_eq(hint_serial, 0);
     ck_assert_uint_eq(ps(&node, "logs", NULL, 0, NULL, 0), 0);
     ck_assert_uint_eq(hint_serial, 0);

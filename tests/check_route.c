@@ -302,6 +302,82 @@ END_TEST
 
 /* tests/data/route_vectors.tsv: "shards routing_shards partition shard
  * id_hex routing_hex", computed by the server's own OperationRouting. */
+/* The prepared divisions (the placement hint's, on every add) give the
+ * shard the reference's divisions give, for every hash tried: the edges,
+ * a stride across all 2^32 and random ones, on layouts of either function
+ * with shard counts from 1 to 1024, routing_num_shards by default and set,
+ * and divisors of every size up to INT32_MAX. */
+START_TEST(test_prepared_divisions)
+{
+    static const int32_t shards[] = {1, 2, 3, 5, 6, 7, 8, 12, 30, 64, 100, 640, 1000, 1024};
+    static const int32_t set_rs[] = {0, 1, 3, 7, 1024, 65535, 1 << 20, INT32_MAX};
+    static const int32_t edges[] = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT32_MAX - 1,
+                                    INT32_MIN + 1, 767, 768, -768, 1 << 30, -(1 << 30)};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    size_t a, b, k, checked = 0, prepared = 0;
+
+    for (a = 0; a < sizeof(shards) / sizeof(shards[0]); a++) {
+        for (b = 0; b < sizeof(set_rs) / sizeof(set_rs[0]); b++) {
+            int fn;
+
+            for (fn = 0; fn < 2; fn++) {
+                esbulk_layout_t *l = esbulk_layout_new();
+                esbulk__shard_div_t d;
+                int32_t rs = set_rs[b] == 1 ? shards[a] * 3 : set_rs[b], want, got;
+                esbulk_err_t err;
+
+                ck_assert_int_eq(esbulk_layout_set_shards(l, shards[a]), ESBULK_OK);
+                ck_assert_int_eq(esbulk_layout_set_routing_shards(l, rs), ESBULK_OK);
+                ck_assert_int_eq(esbulk_layout_set_function(l, fn ? ESBULK_ROUTE_MOD
+                                                                  : ESBULK_ROUTE_LEGACY),
+                                 ESBULK_OK);
+                esbulk__shard_div_init(&d, l);
+                err = esbulk__layout_shard_of_hash(l, 0, &want);
+                /* prepared exactly when the reference takes the layout */
+                ck_assert_int_eq(d.ok, err == ESBULK_OK);
+                if (!d.ok) {
+                    esbulk_layout_destroy(l);
+                    continue;
+                }
+                prepared++;
+                for (k = 0; k < 20000; k++) {
+                    int32_t h;
+
+                    if (k < sizeof(edges) / sizeof(edges[0])) {
+                        h = edges[k];
+                    } else if (k < 10000) {
+                        h = (int32_t)(uint32_t)(k * 429497u); /* across the range */
+                    } else {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        h = (int32_t)(uint32_t)(x >> 16);
+                    }
+                    ck_assert_int_eq(esbulk__layout_shard_of_hash(l, h, &want), ESBULK_OK);
+                    got = esbulk__shard_div(&d, h);
+                    ck_assert_msg(got == want,
+                                  "shards %d routing_shards %d fn %d hash %d: %d, not %d",
+                                  shards[a], rs, fn, h, got, want);
+                    checked++;
+                }
+                esbulk_layout_destroy(l);
+            }
+        }
+    }
+    ck_assert_uint_gt(prepared, 100);
+    ck_assert_uint_eq(checked, prepared * 20000);
+    /* a partitioned layout is not prepared: it needs two hashes */
+    {
+        esbulk_layout_t *l = esbulk_layout_new();
+        esbulk__shard_div_t d;
+
+        ck_assert_int_eq(esbulk_layout_set_shards(l, 6), ESBULK_OK);
+        ck_assert_int_eq(esbulk_layout_set_partition_size(l, 2), ESBULK_OK);
+        esbulk__shard_div_init(&d, l);
+        ck_assert_int_eq(d.ok, 0);
+        esbulk_layout_destroy(l);
+    }
+}
+END_TEST
+
 START_TEST(test_server_vectors)
 {
     FILE *f = open_vectors();
@@ -336,6 +412,7 @@ int main(void)
     tcase_add_test(tc, test_partition_overflow);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_server_vectors);
+    tcase_add_test(tc, test_prepared_divisions);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
