@@ -83,6 +83,25 @@ int32_t esbulk_layout_routing_shards(const esbulk_layout_t *layout)
                                       : esbulk_default_routing_shards(layout->shards);
 }
 
+/* What esbulk_layout_shard() does once it has the hash: inlined there and
+ * in esbulk__layout_shard_of_hash(), so that the public function keeps no
+ * extra call. */
+static inline esbulk_err_t shard_of_hash(const esbulk_layout_t *layout, int32_t hash,
+                                         int32_t *shard)
+{
+    int32_t routing_shards;
+
+    if (layout->fn == ESBULK_ROUTE_MOD) {
+        *shard = esbulk__floor_mod(hash, layout->shards);
+        return ESBULK_OK;
+    }
+    routing_shards = esbulk_layout_routing_shards(layout);
+    if (routing_shards < layout->shards || routing_shards % layout->shards != 0)
+        return ESBULK_ERR_INVALID_ARG;
+    *shard = esbulk__floor_mod(hash, routing_shards) / (routing_shards / layout->shards);
+    return ESBULK_OK;
+}
+
 esbulk_err_t esbulk_layout_shard(const esbulk_layout_t *layout, const char *id, size_t id_len,
                                  const char *routing, size_t routing_len, int32_t *shard)
 {
@@ -118,23 +137,13 @@ esbulk_err_t esbulk_layout_shard(const esbulk_layout_t *layout, const char *id, 
             return err;
     }
 
-    return esbulk__layout_shard_of_hash(layout, hash, shard);
+    return shard_of_hash(layout, hash, shard);
 }
 
 esbulk_err_t esbulk__layout_shard_of_hash(const esbulk_layout_t *layout, int32_t hash,
                                           int32_t *shard)
 {
-    int32_t routing_shards;
-
-    if (layout->fn == ESBULK_ROUTE_MOD) {
-        *shard = esbulk__floor_mod(hash, layout->shards);
-        return ESBULK_OK;
-    }
-    routing_shards = esbulk_layout_routing_shards(layout);
-    if (routing_shards < layout->shards || routing_shards % layout->shards != 0)
-        return ESBULK_ERR_INVALID_ARG;
-    *shard = esbulk__floor_mod(hash, routing_shards) / (routing_shards / layout->shards);
-    return ESBULK_OK;
+    return shard_of_hash(layout, hash, shard);
 }
 
 void esbulk__shard_div_init(esbulk__shard_div_t *s, const esbulk_layout_t *layout)
