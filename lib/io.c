@@ -195,9 +195,14 @@ static size_t on_read(char *out, size_t size, size_t nitems, void *userdata)
         const esbulk__send_lines_t *d = &s->lines[x->rd_doc];
         size_t k = d->len - x->rd_off;
 
-        /* a few documents ahead */
-        if (x->rd_off == 0 && x->rd_doc + 4 < s->ndocs)
-            ESBULK__PREFETCH(s->lines[x->rd_doc + 4].p);
+        /* every line of a document some documents ahead */
+        if (x->rd_off == 0 && x->rd_doc + 8 < s->ndocs) {
+            const esbulk__send_lines_t *f = &s->lines[x->rd_doc + 8];
+            size_t o;
+
+            for (o = 0; o < f->len; o += ESBULK__CACHE_LINE)
+                ESBULK__PREFETCH(f->p + o);
+        }
 
         if (k > room)
             k = room;
