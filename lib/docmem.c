@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Records per slab, bytes per block. A document's lines larger than a
  * quarter of a block get an allocation of their own.
@@ -60,16 +62,21 @@ struct esbulk__docmem_s {
     size_t spare_low;       /* the fewest spares since the last trim */
     uint64_t free_locks;    /* records given back under the lock (esbulk__docmem_free_locks) */
     int64_t next_trim_ms;   /* 0: not yet started */
+    uintptr_t page;         /* the page size, a power of 2; 0: unknown (no prefault) */
 };
 
 esbulk__docmem_t *esbulk__docmem_new(void)
 {
     esbulk__docmem_t *dm = calloc(1, sizeof(*dm));
+    long page;
 
     if (dm != NULL && pthread_mutex_init(&dm->lock, NULL) != 0) {
         free(dm);
         return NULL;
     }
+    page = sysconf(_SC_PAGESIZE);
+    if (dm != NULL && page > 0 && ((unsigned long)page & ((unsigned long)page - 1)) == 0)
+        dm->page = (uintptr_t)page;
     return dm;
 }
 
@@ -181,8 +188,36 @@ void esbulk__docmem_destroy(esbulk__docmem_t *dm)
     free(dm);
 }
 
-/* Under dm->lock: a new current block (a spare if any), or NULL. */
-static block_t *block_new(esbulk__docmem_t *dm)
+/* Has the kernel fault in the whole pages of [p, p + len) at once, for
+ * writing, rather than one by one as they are first written: one call in
+ * place of a trap per page, 1.5 against 2.1 us a page measured on this
+ * project's virtual machines, where a new handle's first fill of its buffer
+ * (records and lines: 12.5k pages for 100,000 documents) was 30 ns of a
+ * document's CPU. Where the kernel or the headers lack it, or it fails
+ * (memory short), nothing is done: the pages fault in as they are written,
+ * as before. */
+static void prefault(const esbulk__docmem_t *dm, void *p, size_t len)
+{
+#if defined(MADV_POPULATE_WRITE)
+    uintptr_t a = (uintptr_t)p, start, end, page = dm->page;
+
+    if (page == 0)
+        return;
+    start = (a + page - 1) & ~(page - 1);
+    end = (a + len) & ~(page - 1);
+    if (end > start)
+        (void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+#else
+    (void)dm;
+    (void)p;
+    (void)len;
+#endif
+}
+
+/* Under dm->lock: a new current block (a spare if any), or NULL; *fresh
+ * set when it was allocated now (the caller prefaults it, out of the
+ * lock). */
+static block_t *block_new(esbulk__docmem_t *dm, int *fresh)
 {
     block_t *b = dm->spare;
 
@@ -192,6 +227,8 @@ static block_t *block_new(esbulk__docmem_t *dm)
             dm->spare_low = dm->nspare;
     } else if ((b = malloc(sizeof(*b) + BLOCK_BYTES)) == NULL) {
         return NULL;
+    } else {
+        *fresh = 1;
     }
     atomic_init(&b->refs, 1 + RESERVE);
     atomic_init(&b->used, 0);
@@ -224,6 +261,9 @@ static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
 
         if (raw == NULL)
             return NULL;
+        /* under the lock: the links below would fault its pages in here
+         * anyway, one by one */
+        prefault(dm, raw, sizeof(slab_t) + SLAB_ALIGN - 1);
         s = (slab_t *)(((uintptr_t)raw + SLAB_ALIGN - 1) & ~(uintptr_t)(SLAB_ALIGN - 1));
         s->raw = raw;
         s->next = dm->slabs;
@@ -271,6 +311,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     block_t *b = NULL, *retired = NULL;
     char *own = NULL;
     size_t need = lines_max + 1, off = 0;
+    int fresh = 0;
 
     *out = NULL;
     if (lines != NULL)
@@ -297,7 +338,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
             }
         }
         if (b == NULL) {
-            if ((b = block_new(dm)) == NULL)
+            if ((b = block_new(dm, &fresh)) == NULL)
                 goto nomem;
             dm->cur[slot] = b;
             off = 0;
@@ -315,6 +356,8 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     pthread_mutex_unlock(&dm->lock);
     if (retired != NULL)
         block_retire(retired);
+    if (fresh)
+        prefault(dm, b->data, BLOCK_BYTES); /* other adds may write in it meanwhile: no matter */
     record_zero(d);
     d->dm = dm;
     d->slot = (unsigned char)slot;

@@ -26,6 +26,12 @@ MUTANTS = [
      """    v[8] = z, v[9] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",
      """    v[8] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",
      "a record taken keeps 16 bytes of the document before it"),
+    ("block-not-prefaulted", "lib/docmem.c",
+     """    if (fresh)
+        prefault(dm, b->data, BLOCK_BYTES);""",
+     """    if (fresh && 0)
+        prefault(dm, b->data, BLOCK_BYTES);""",
+     "a new block's pages fault in one by one as adds write them"),
     ("drops-run-lost", "lib/docmem.c",
      """    if (run->block != NULL)
         block_unref_n(run->block, run->n);""",

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* A document with lines_max bytes of room, filled with a pattern of n bytes
  * that names it (the rest of the room given back). */
@@ -106,6 +108,37 @@ START_TEST(test_record_zeroed)
     ck_assert_msg(memcmp(&copy, &zero, sizeof(copy)) == 0, "a record taken is not all zero");
     esbulk__doc_free(again);
     esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+/* A new block's pages are in memory as soon as its first document is
+ * taken, not faulted in one by one as adds write them (docmem.c prefault):
+ * the first 64 pages after the first document, by mincore. */
+START_TEST(test_block_prefaulted)
+{
+#if defined(MADV_POPULATE_WRITE)
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__doc_t *d;
+    char *p;
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char vec[64];
+    uintptr_t start;
+    size_t i, resident = 0;
+
+    ck_assert_ptr_nonnull(dm);
+    ck_assert_int_gt(page, 0);
+    ck_assert_int_eq(esbulk__docmem_take(dm, 0, 100, &d, &p), ESBULK_OK);
+    start = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    ck_assert_int_eq(mincore((void *)start, sizeof(vec) * (size_t)page, vec), 0);
+    for (i = 0; i < sizeof(vec); i++)
+        resident += vec[i] & 1;
+    ck_assert_uint_eq(resident, sizeof(vec));
+    d->lines = p;
+    p[0] = '\0';
+    esbulk__docmem_trim(d, 100);
+    esbulk__doc_free(d);
+    esbulk__docmem_destroy(dm);
+#endif
 }
 END_TEST
 
@@ -642,6 +675,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_record_four_lines);
     tcase_add_test(tc, test_record_zeroed);
+    tcase_add_test(tc, test_block_prefaulted);
     tcase_add_test(tc, test_regions_apart_and_trimmed);
     tcase_add_test(tc, test_blocks_reused_only_when_empty);
     tcase_add_test(tc, test_large_and_empty);
