@@ -7,7 +7,7 @@
 void esbulk__place_init(esbulk__place_t *p, int off, int by_node)
 {
     memset(p, 0, sizeof(*p));
-    pthread_mutex_init(&p->lock, NULL);
+    esbulk__spin_init(&p->lock);
     p->off = off;
     p->by_node = by_node;
 }
@@ -19,7 +19,6 @@ void esbulk__place_destroy(esbulk__place_t *p)
     for (i = 0; i < p->n; i++)
         esbulk__index_release(p->e[i]);
     p->n = 0;
-    pthread_mutex_destroy(&p->lock);
 }
 
 void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
@@ -32,7 +31,7 @@ void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
             esbulk__index_release(e[i]);
         n = ESBULK__PLACE_MAX;
     }
-    pthread_mutex_lock(&p->lock);
+    esbulk__spin_lock(&p->lock);
     nold = p->n;
     memcpy(old, p->e, sizeof(*old) * (size_t)nold);
     for (i = 0; i < n; i++) {
@@ -46,7 +45,7 @@ void esbulk__place_publish(esbulk__place_t *p, esbulk__index_t *const *e, int n)
     }
     p->n = n;
     p->last = 0;
-    pthread_mutex_unlock(&p->lock);
+    esbulk__spin_unlock(&p->lock);
     /* outside the lock: a release may free a whole layout */
     for (i = 0; i < nold; i++)
         esbulk__index_release(old[i]);
@@ -60,11 +59,17 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, size_t index_
     unsigned slot = 0;
     int i, k;
 
+    int hashed;
+    int32_t hash = 0;
+
     *serial = 0;
     *shard_out = -1;
     if (p->off || (id_len == 0 && routing_len == 0))
         return 0;
-    pthread_mutex_lock(&p->lock);
+    /* out of the lock: a routing may be long */
+    hashed = esbulk__murmur3_utf16(routing_len > 0 ? routing : id,
+                                   routing_len > 0 ? routing_len : id_len, &hash) == ESBULK_OK;
+    esbulk__spin_lock(&p->lock);
     for (k = 0, i = p->last; k < p->n; k++, i = i + 1 < p->n ? i + 1 : 0) {
         const esbulk__index_t *e;
         int32_t shard;
@@ -77,12 +82,8 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, size_t index_
         if (e->state != ESBULK__IDX_OK)
             break; /* the core does not route it either */
         if (p->div[i].ok) {
-            int32_t hash;
-
             /* as esbulk_layout_shard(), without its divisions */
-            if (esbulk__murmur3_utf16(routing_len > 0 ? routing : id,
-                                      routing_len > 0 ? routing_len : id_len,
-                                      &hash) != ESBULK_OK)
+            if (!hashed)
                 break;
             shard = esbulk__shard_div(&p->div[i], hash);
         } else if (esbulk__index_shard(e, id, id_len, routing, routing_len, &shard) != ESBULK_OK) {
@@ -95,6 +96,6 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, size_t index_
             slot = (unsigned)e->primary[shard];
         break;
     }
-    pthread_mutex_unlock(&p->lock);
+    esbulk__spin_unlock(&p->lock);
     return slot;
 }

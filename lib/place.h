@@ -8,17 +8,19 @@
  * immutable), and computes the shard itself otherwise, so a missing or stale
  * hint costs only locality and a hash.
  *
- * Thread-safe: one mutex, held for a lookup and one shard computation. */
+ * Thread-safe: one spin lock (spin.h), held for a lookup and one shard
+ * computation, or for a publish's copy of the layouts. */
 #ifndef ESBULK_PLACE_H
 #define ESBULK_PLACE_H
 
+#include "spin.h"
 #include "topology.h"
 
 /* Layouts kept: the indices used most lately. */
 #define ESBULK__PLACE_MAX 8
 
 typedef struct {
-    pthread_mutex_t lock;
+    esbulk__spin_t lock;
     esbulk__index_t *e[ESBULK__PLACE_MAX]; /* references, under lock */
     size_t name_len[ESBULK__PLACE_MAX];    /* strlen(e[i]->name) */
     esbulk__shard_div_t div[ESBULK__PLACE_MAX]; /* e[i]'s layout; not ok: computed by

@@ -32,6 +32,10 @@ MUTANTS = [
      """    if (fresh && 0)
         prefault(dm, b->data, BLOCK_BYTES);""",
      "a new block's pages fault in one by one as adds write them"),
+    ("spin-lock-no-exclusion", "lib/spin.h",
+     """    while (atomic_exchange_explicit(&s->held, 1, memory_order_acquire) != 0) {""",
+     """    while (0 && atomic_exchange_explicit(&s->held, 1, memory_order_acquire) != 0) {""",
+     "the placement's lock lets every thread in at once"),
     ("drops-run-lost", "lib/docmem.c",
      """    if (run->block != NULL)
         block_unref_n(run->block, run->n);""",
