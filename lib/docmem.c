@@ -1,7 +1,7 @@
 /* Slabs of document records and shared blocks of request lines (docmem.h). */
 #include "docmem.h"
+#include "spin.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,13 +52,15 @@ typedef struct slab_s {
 } slab_t;
 
 struct esbulk__docmem_s {
-    pthread_mutex_t lock;   /* guards all below */
+    esbulk__spin_t lock;    /* guards all below; held for a few list operations only:
+                               allocations and their page faults happen out of it */
     esbulk__doc_t *free_docs[ESBULK__DOCMEM_SLOTS]; /* linked by next, per slot */
     size_t nfree[ESBULK__DOCMEM_SLOTS];
     slab_t *slabs;
     block_t *cur[ESBULK__DOCMEM_SLOTS]; /* each slot's lines go here */
     block_t *spare;
     size_t nspare;
+    size_t nblocks;         /* blocks allocated and not freed: current, spare or held */
     size_t spare_low;       /* the fewest spares since the last trim */
     uint64_t free_locks;    /* records given back under the lock (esbulk__docmem_free_locks) */
     int64_t next_trim_ms;   /* 0: not yet started */
@@ -70,12 +72,11 @@ esbulk__docmem_t *esbulk__docmem_new(void)
     esbulk__docmem_t *dm = calloc(1, sizeof(*dm));
     long page;
 
-    if (dm != NULL && pthread_mutex_init(&dm->lock, NULL) != 0) {
-        free(dm);
+    if (dm == NULL)
         return NULL;
-    }
+    esbulk__spin_init(&dm->lock);
     page = sysconf(_SC_PAGESIZE);
-    if (dm != NULL && page > 0 && ((unsigned long)page & ((unsigned long)page - 1)) == 0)
+    if (page > 0 && ((unsigned long)page & ((unsigned long)page - 1)) == 0)
         dm->page = (uintptr_t)page;
     return dm;
 }
@@ -87,11 +88,11 @@ static void block_unref_n(block_t *b, size_t n)
     if (atomic_fetch_sub(&b->refs, n) != n)
         return;
     /* kept: its pages stay mapped, a new block would fault them in */
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     b->next = dm->spare;
     dm->spare = b;
     dm->nspare++;
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
 }
 
 static void block_unref(block_t *b)
@@ -111,9 +112,9 @@ void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms)
     block_t *drop = NULL, *b;
     size_t n;
 
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     if (dm->next_trim_ms != 0 && now_ms < dm->next_trim_ms) {
-        pthread_mutex_unlock(&dm->lock);
+        esbulk__spin_unlock(&dm->lock);
         return;
     }
     /* the first call only starts the period */
@@ -121,12 +122,13 @@ void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms)
     while (n-- > 0 && (b = dm->spare) != NULL) {
         dm->spare = b->next;
         dm->nspare--;
+        dm->nblocks--;
         b->next = drop;
         drop = b;
     }
     dm->spare_low = dm->nspare;
     dm->next_trim_ms = now_ms + SPARE_TRIM_MS;
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
     while ((b = drop) != NULL) {
         drop = b->next;
         free(b);
@@ -137,9 +139,9 @@ size_t esbulk__docmem_spares(esbulk__docmem_t *dm)
 {
     size_t n;
 
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     n = dm->nspare;
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
     return n;
 }
 
@@ -147,9 +149,23 @@ uint64_t esbulk__docmem_free_locks(esbulk__docmem_t *dm)
 {
     uint64_t n;
 
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     n = dm->free_locks;
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
+    return n;
+}
+
+size_t esbulk__docmem_blocks(esbulk__docmem_t *dm, size_t *current)
+{
+    size_t n;
+    int i;
+
+    esbulk__spin_lock(&dm->lock);
+    n = dm->nblocks;
+    *current = 0;
+    for (i = 0; i < ESBULK__DOCMEM_SLOTS; i++)
+        *current += dm->cur[i] != NULL;
+    esbulk__spin_unlock(&dm->lock);
     return n;
 }
 
@@ -158,10 +174,10 @@ size_t esbulk__docmem_records(esbulk__docmem_t *dm)
     size_t n = 0;
     slab_t *s;
 
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     for (s = dm->slabs; s != NULL; s = s->next)
         n += SLAB_DOCS;
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
     return n;
 }
 
@@ -184,7 +200,6 @@ void esbulk__docmem_destroy(esbulk__docmem_t *dm)
         dm->slabs = s->next;
         free(s->raw);
     }
-    pthread_mutex_destroy(&dm->lock);
     free(dm);
 }
 
@@ -214,10 +229,18 @@ static void prefault(const esbulk__docmem_t *dm, void *p, size_t len)
 #endif
 }
 
-/* Under dm->lock: a new current block (a spare if any), or NULL; *fresh
- * set when it was allocated now (the caller prefaults it, out of the
- * lock). */
-static block_t *block_new(esbulk__docmem_t *dm, int *fresh)
+/* Makes b an empty current block. */
+static void block_start(esbulk__docmem_t *dm, block_t *b)
+{
+    atomic_init(&b->refs, 1 + RESERVE);
+    atomic_init(&b->used, 0);
+    b->taken = 0;
+    b->dm = dm;
+    b->next = NULL;
+}
+
+/* Under dm->lock: a spare block, or NULL. */
+static block_t *spare_take(esbulk__docmem_t *dm)
 {
     block_t *b = dm->spare;
 
@@ -225,22 +248,45 @@ static block_t *block_new(esbulk__docmem_t *dm, int *fresh)
         dm->spare = b->next;
         if (--dm->nspare < dm->spare_low)
             dm->spare_low = dm->nspare;
-    } else if ((b = malloc(sizeof(*b) + BLOCK_BYTES)) == NULL) {
-        return NULL;
-    } else {
-        *fresh = 1;
     }
-    atomic_init(&b->refs, 1 + RESERVE);
-    atomic_init(&b->used, 0);
-    b->taken = 0;
-    b->dm = dm;
-    b->next = NULL;
     return b;
+}
+
+/* Out of dm->lock: a new block, its pages faulted in; NULL if out of
+ * memory. */
+static block_t *block_alloc(esbulk__docmem_t *dm)
+{
+    block_t *b = malloc(sizeof(*b) + BLOCK_BYTES);
+
+    if (b != NULL)
+        prefault(dm, b->data, BLOCK_BYTES);
+    return b;
+}
+
+/* Out of dm->lock: a new slab, its pages faulted in and its records linked
+ * in order from *first to *last; NULL if out of memory. */
+static slab_t *slab_alloc(esbulk__docmem_t *dm, esbulk__doc_t **first, esbulk__doc_t **last)
+{
+    void *raw = malloc(sizeof(slab_t) + SLAB_ALIGN - 1);
+    slab_t *s;
+    int i;
+
+    if (raw == NULL)
+        return NULL;
+    prefault(dm, raw, sizeof(slab_t) + SLAB_ALIGN - 1);
+    s = (slab_t *)(((uintptr_t)raw + SLAB_ALIGN - 1) & ~(uintptr_t)(SLAB_ALIGN - 1));
+    s->raw = raw;
+    for (i = 0; i < SLAB_DOCS - 1; i++)
+        s->docs[i].next = &s->docs[i + 1];
+    s->docs[SLAB_DOCS - 1].next = NULL;
+    *first = &s->docs[0];
+    *last = &s->docs[SLAB_DOCS - 1];
+    return s;
 }
 
 /* Under dm->lock: a free record for slot, from its own list, else from a
  * slot that holds many more free records than it needs (a destination that
- * went away), else from a new slab; NULL if out of memory. A slot takes
+ * went away); NULL when there is none (the caller adds a slab). A slot takes
  * from another only past STEAL_MIN: records taken one by one from another
  * slot would lie among that slot's, which is what slots are for. So the
  * records are bounded by the most each slot held at once, plus STEAL_MIN
@@ -254,28 +300,8 @@ static esbulk__doc_t *record_take(esbulk__docmem_t *dm, unsigned slot)
         if (dm->nfree[(slot + k) % ESBULK__DOCMEM_SLOTS] > STEAL_MIN)
             from = (slot + k) % ESBULK__DOCMEM_SLOTS;
     list = &dm->free_docs[from];
-    if (*list == NULL) {
-        void *raw = malloc(sizeof(slab_t) + SLAB_ALIGN - 1);
-        slab_t *s;
-        int i;
-
-        if (raw == NULL)
-            return NULL;
-        /* under the lock: the links below would fault its pages in here
-         * anyway, one by one */
-        prefault(dm, raw, sizeof(slab_t) + SLAB_ALIGN - 1);
-        s = (slab_t *)(((uintptr_t)raw + SLAB_ALIGN - 1) & ~(uintptr_t)(SLAB_ALIGN - 1));
-        s->raw = raw;
-        s->next = dm->slabs;
-        dm->slabs = s;
-        list = &dm->free_docs[slot];
-        for (i = SLAB_DOCS - 1; i >= 0; i--) {
-            s->docs[i].next = *list;
-            *list = &s->docs[i];
-        }
-        dm->nfree[from] += SLAB_DOCS;
-    }
-    d = *list;
+    if ((d = *list) == NULL)
+        return NULL;
     *list = d->next;
     dm->nfree[from]--;
     /* the slot's next record: its add comes soon, and writes all of it */
@@ -311,7 +337,6 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     block_t *b = NULL, *retired = NULL;
     char *own = NULL;
     size_t need = lines_max + 1, off = 0;
-    int fresh = 0;
 
     *out = NULL;
     if (lines != NULL)
@@ -319,33 +344,75 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     if (lines_max > 0 && need > BLOCK_BYTES / 4 && (own = malloc(need)) == NULL)
         return ESBULK_ERR_NOMEM;
     slot %= ESBULK__DOCMEM_SLOTS;
-    pthread_mutex_lock(&dm->lock);
-    if (lines_max > 0 && own == NULL) {
-        b = dm->cur[slot];
-        if (b != NULL) {
-            /* no document holds it (only adds take a share, under this
-             * lock): start over at its beginning, on pages already resident
-             * and in cache, rather than touch new ones */
-            if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1 + RESERVE - b->taken) {
-                atomic_store_explicit(&b->used, 0, memory_order_relaxed);
-                atomic_store_explicit(&b->refs, 1 + RESERVE, memory_order_relaxed);
-                b->taken = 0;
+    for (;;) {
+        esbulk__doc_t *first, *last;
+        block_t *nb;
+        slab_t *ns;
+
+        esbulk__spin_lock(&dm->lock);
+        b = NULL;
+        if (lines_max > 0 && own == NULL) {
+            b = dm->cur[slot];
+            if (b != NULL) {
+                /* no document holds it (only adds take a share, under this
+                 * lock): start over at its beginning, on pages already
+                 * resident and in cache, rather than touch new ones */
+                if (atomic_load_explicit(&b->refs, memory_order_acquire) ==
+                    1 + RESERVE - b->taken) {
+                    atomic_store_explicit(&b->used, 0, memory_order_relaxed);
+                    atomic_store_explicit(&b->refs, 1 + RESERVE, memory_order_relaxed);
+                    b->taken = 0;
+                }
+                off = atomic_load_explicit(&b->used, memory_order_relaxed);
+                if (off + need > BLOCK_BYTES) {
+                    /* the documents in it keep it until their answers; the
+                     * slot has no current block until one is put there */
+                    retired = b;
+                    dm->cur[slot] = b = NULL;
+                }
             }
-            off = atomic_load_explicit(&b->used, memory_order_relaxed);
-            if (off + need > BLOCK_BYTES) {
-                retired = b; /* the documents in it keep it until their answers */
-                b = NULL;
+            if (b == NULL && (b = spare_take(dm)) != NULL) {
+                block_start(dm, b);
+                dm->cur[slot] = b;
+                off = 0;
             }
         }
-        if (b == NULL) {
-            if ((b = block_new(dm, &fresh)) == NULL)
+        if ((b != NULL || lines_max == 0 || own != NULL) &&
+            (d = record_take(dm, slot)) != NULL)
+            break;
+        /* a block or a slab to allocate: out of the lock, then again (an
+         * add on another thread may have put a block there meanwhile: this
+         * one is then a spare) */
+        esbulk__spin_unlock(&dm->lock);
+        if (retired != NULL) {
+            block_retire(retired);
+            retired = NULL;
+        }
+        if (lines_max > 0 && own == NULL && b == NULL) {
+            if ((nb = block_alloc(dm)) == NULL)
                 goto nomem;
-            dm->cur[slot] = b;
-            off = 0;
+            block_start(dm, nb);
+            esbulk__spin_lock(&dm->lock);
+            dm->nblocks++;
+            if (dm->cur[slot] == NULL) {
+                dm->cur[slot] = nb;
+            } else {
+                nb->next = dm->spare;
+                dm->spare = nb;
+                dm->nspare++;
+            }
+        } else {
+            if ((ns = slab_alloc(dm, &first, &last)) == NULL)
+                goto nomem;
+            esbulk__spin_lock(&dm->lock);
+            ns->next = dm->slabs;
+            dm->slabs = ns;
+            last->next = dm->free_docs[slot];
+            dm->free_docs[slot] = first;
+            dm->nfree[slot] += SLAB_DOCS;
         }
+        esbulk__spin_unlock(&dm->lock);
     }
-    if ((d = record_take(dm, slot)) == NULL)
-        goto nomem_retired; /* nothing handed out: b stays as it was, or new and empty */
     if (b != NULL) {
         /* under the lock, which orders the takes: plain atomicity is enough
          * (a seq_cst store is a full fence on x86, on every add); the
@@ -353,11 +420,9 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
         atomic_store_explicit(&b->used, off + need, memory_order_relaxed);
         b->taken++;
     }
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
     if (retired != NULL)
         block_retire(retired);
-    if (fresh)
-        prefault(dm, b->data, BLOCK_BYTES); /* other adds may write in it meanwhile: no matter */
     record_zero(d);
     d->dm = dm;
     d->slot = (unsigned char)slot;
@@ -370,14 +435,7 @@ esbulk_err_t esbulk__docmem_take(esbulk__docmem_t *dm, unsigned slot, size_t lin
     }
     *out = d;
     return ESBULK_OK;
-nomem_retired:
-    pthread_mutex_unlock(&dm->lock);
-    if (retired != NULL)
-        block_retire(retired); /* it left dm->cur: nothing else holds this share */
-    free(own);
-    return ESBULK_ERR_NOMEM;
 nomem:
-    pthread_mutex_unlock(&dm->lock);
     free(own);
     return ESBULK_ERR_NOMEM;
 }
@@ -468,19 +526,24 @@ void esbulk__doc_free(esbulk__doc_t *d)
         free(d);
         return;
     }
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     dm->free_locks++;
     d->next = dm->free_docs[d->slot];
     dm->free_docs[d->slot] = d;
     dm->nfree[d->slot]++;
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
 }
 
 void esbulk__doc_free_list(esbulk__doc_t *head)
 {
-    esbulk__doc_t *d, *next, *first = NULL, *last = NULL;
+    esbulk__doc_t *d, *next, *top[ESBULK__DOCMEM_SLOTS] = {NULL}, *bottom[ESBULK__DOCMEM_SLOTS];
+    size_t n[ESBULK__DOCMEM_SLOTS] = {0};
     esbulk__docmem_t *dm = NULL;
+    unsigned k;
 
+    /* each slot's records stacked here as its free list would stack them
+     * (the next adds take them back in reverse, one memory stream per
+     * slot), so that the lock is held for one splice a slot */
     for (d = head; d != NULL; d = next) {
         next = d->next;
         if (d->dm == NULL || (dm != NULL && d->dm != dm)) {
@@ -489,24 +552,23 @@ void esbulk__doc_free_list(esbulk__doc_t *head)
         }
         doc_clear(d);
         dm = d->dm;
-        d->next = NULL;
-        if (last == NULL)
-            first = d;
-        else
-            last->next = d;
-        last = d;
+        k = d->slot;
+        if (top[k] == NULL)
+            bottom[k] = d;
+        d->next = top[k];
+        top[k] = d;
+        n[k]++;
     }
-    if (first == NULL)
+    if (dm == NULL)
         return;
-    /* one lock for all of them, each to its slot's list (in order: the
-     * next adds take them back in reverse, one memory stream per slot) */
-    pthread_mutex_lock(&dm->lock);
+    esbulk__spin_lock(&dm->lock);
     dm->free_locks++;
-    for (d = first; d != NULL; d = next) {
-        next = d->next;
-        d->next = dm->free_docs[d->slot];
-        dm->free_docs[d->slot] = d;
-        dm->nfree[d->slot]++;
+    for (k = 0; k < ESBULK__DOCMEM_SLOTS; k++) {
+        if (top[k] == NULL)
+            continue;
+        bottom[k]->next = dm->free_docs[k];
+        dm->free_docs[k] = top[k];
+        dm->nfree[k] += n[k];
     }
-    pthread_mutex_unlock(&dm->lock);
+    esbulk__spin_unlock(&dm->lock);
 }

@@ -7,8 +7,9 @@
  * slow documents do not hold many blocks.
  *
  * Thread-safe: records and blocks are taken on the callers' threads and
- * given back on the I/O thread or the serving thread (one mutex for the
- * free lists, an atomic count per block). */
+ * given back on the I/O thread or the serving thread (one spin lock for the
+ * free lists, held for list operations only, and an atomic count per
+ * block). */
 #ifndef ESBULK_DOCMEM_H
 #define ESBULK_DOCMEM_H
 
@@ -31,6 +32,10 @@ void esbulk__docmem_spares_trim(esbulk__docmem_t *dm, int64_t now_ms);
  * the tests). */
 size_t esbulk__docmem_spares(esbulk__docmem_t *dm);
 size_t esbulk__docmem_records(esbulk__docmem_t *dm);
+/* How many blocks are allocated (current, spare or holding documents'
+ * lines), and in *current how many slots have a current block (for the
+ * tests: with every document given back, the blocks are those two). */
+size_t esbulk__docmem_blocks(esbulk__docmem_t *dm, size_t *current);
 
 /* Slots keep apart in memory the documents of different destinations: each
  * slot has its own block of lines and its own free records, so that the

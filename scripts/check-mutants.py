@@ -27,15 +27,23 @@ MUTANTS = [
      """    v[8] = z, v[10] = z, v[11] = z, v[12] = z, v[13] = z, v[14] = z, v[15] = z;""",
      "a record taken keeps 16 bytes of the document before it"),
     ("block-not-prefaulted", "lib/docmem.c",
-     """    if (fresh)
+     """    if (b != NULL)
         prefault(dm, b->data, BLOCK_BYTES);""",
-     """    if (fresh && 0)
+     """    if (b != NULL && 0)
         prefault(dm, b->data, BLOCK_BYTES);""",
      "a new block's pages fault in one by one as adds write them"),
     ("spin-lock-no-exclusion", "lib/spin.h",
      """    while (atomic_exchange_explicit(&s->held, 1, memory_order_acquire) != 0) {""",
      """    while (0 && atomic_exchange_explicit(&s->held, 1, memory_order_acquire) != 0) {""",
      "the placement's lock lets every thread in at once"),
+    ("free-list-splice-drops", "lib/docmem.c",
+     """        bottom[k]->next = dm->free_docs[k];""",
+     """        bottom[k]->next = NULL;""",
+     "records given back as a list lose the slot's free records before them"),
+    ("block-race-overwrites", "lib/docmem.c",
+     """            if (dm->cur[slot] == NULL) {""",
+     """            if (1) {""",
+     "a block allocated while another add put one in the slot replaces it"),
     ("drops-run-lost", "lib/docmem.c",
      """    if (run->block != NULL)
         block_unref_n(run->block, run->n);""",

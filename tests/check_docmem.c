@@ -646,6 +646,92 @@ START_TEST(test_place_slots)
 }
 END_TEST
 
+/* Records given back as a list join their slot's free records, those
+ * already there kept: with one slab's records all taken back and given
+ * back (some alone, the rest as a list), a slab's worth can be taken again
+ * without a second slab. */
+START_TEST(test_free_list_joins)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    esbulk__doc_t *d[256], *head = NULL;
+    size_t i;
+
+    ck_assert_ptr_nonnull(dm);
+    for (i = 0; i < 40; i++)
+        ck_assert_int_eq(esbulk__docmem_take(dm, 3, 0, &d[i], NULL), ESBULK_OK);
+    ck_assert_uint_eq(esbulk__docmem_records(dm), 256);
+    for (i = 0; i < 10; i++)
+        esbulk__doc_free(d[i]);
+    for (i = 10; i < 40; i++) {
+        d[i]->next = head;
+        head = d[i];
+    }
+    esbulk__doc_free_list(head);
+    for (i = 0; i < 256; i++)
+        ck_assert_int_eq(esbulk__docmem_take(dm, 3, 0, &d[i], NULL), ESBULK_OK);
+    ck_assert_uint_eq(esbulk__docmem_records(dm), 256);
+    for (i = 0; i < 256; i++)
+        esbulk__doc_free(d[i]);
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
+/* Two threads filling the same slot with large documents, each new block
+ * allocated out of the lock: when both allocate one at once, the second to
+ * be ready becomes a spare, not the current block in place of the first
+ * (which would then never be given back). With every document given back,
+ * the blocks are the current ones and the spares. */
+typedef struct {
+    esbulk__docmem_t *dm;
+    esbulk__doc_t *d[160];
+} racer_t;
+
+static void *block_racer(void *arg)
+{
+    racer_t *r = arg;
+    size_t i;
+
+    for (i = 0; i < sizeof(r->d) / sizeof(r->d[0]); i++) {
+        char *p;
+
+        if (esbulk__docmem_take(r->dm, 6, 200000, &r->d[i], &p) != ESBULK_OK)
+            return arg; /* out of memory: the test fails */
+        p[0] = 'x';
+        p[1] = '\0';
+        r->d[i]->lines = p;
+        r->d[i]->lines_len = 1;
+    }
+    return NULL;
+}
+
+START_TEST(test_block_race)
+{
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    static racer_t r[2];
+    pthread_t t[2];
+    void *ret[2];
+    size_t i, k, current, blocks;
+
+    ck_assert_ptr_nonnull(dm);
+    for (k = 0; k < 2; k++) {
+        r[k].dm = dm;
+        ck_assert_int_eq(pthread_create(&t[k], NULL, block_racer, &r[k]), 0);
+    }
+    for (k = 0; k < 2; k++) {
+        pthread_join(t[k], &ret[k]);
+        ck_assert_ptr_null(ret[k]);
+    }
+    for (k = 0; k < 2; k++)
+        for (i = 0; i < sizeof(r[k].d) / sizeof(r[k].d[0]); i++)
+            esbulk__doc_free(r[k].d[i]);
+    blocks = esbulk__docmem_blocks(dm, &current);
+    ck_assert_uint_eq(current, 1);
+    ck_assert_uint_ge(blocks, 320 / 5);
+    ck_assert_uint_eq(blocks, current + esbulk__docmem_spares(dm));
+    esbulk__docmem_destroy(dm);
+}
+END_TEST
+
 /* The placement's spin lock (spin.h) excludes: threads that each add 1 to a
  * plain counter 200,000 times under it lose none of their additions (on 2
  * cores, without the lock, thousands go). One holder also sleeps in it now
@@ -732,6 +818,8 @@ int main(void)
     tcase_add_test(tc, test_spares_kept_reused_trimmed);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_spin_lock_excludes);
+    tcase_add_test(tc, test_free_list_joins);
+    tcase_add_test(tc, test_block_race);
     tcase_add_test(tc, test_slots_apart);
     tcase_add_test(tc, test_slots_take_from_idle);
     tcase_add_test(tc, test_place_slots);
