@@ -57,16 +57,15 @@ unsigned esbulk__place_slot(esbulk__place_t *p, const char *index, size_t index_
                             int32_t *shard_out)
 {
     unsigned slot = 0;
-    int i, k;
-
-    int hashed;
+    int i, k, hashed;
     int32_t hash = 0;
 
     *serial = 0;
     *shard_out = -1;
     if (p->off || (id_len == 0 && routing_len == 0))
         return 0;
-    /* out of the lock: a routing may be long */
+    /* out of the lock: a routing may be long (for an index the placement
+     * does not hold, or one routed by esbulk__index_shard, it goes unused) */
     hashed = esbulk__murmur3_utf16(routing_len > 0 ? routing : id,
                                    routing_len > 0 ? routing_len : id_len, &hash) == ESBULK_OK;
     esbulk__spin_lock(&p->lock);
