@@ -388,6 +388,23 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
         warm_indexed = stat_count(eb, "indexed");
         res->added = res->indexed = res->failed = res->possibly = res->queue_full = 0;
     }
+    if (opts->ready) {
+        double r0 = bench_now_s();
+
+        if (esbulk_add(eb, ESBULK_OP_DELETE, opts->index, BENCH_READY_ID,
+                       sizeof(BENCH_READY_ID) - 1, NULL, 0, NULL, 0, NULL, msg,
+                       sizeof(msg)) != ESBULK_OK) {
+            snprintf(errstr, errstr_size, "the ready step's delete: %s", msg);
+            esbulk_destroy(eb);
+            return -1;
+        }
+        if (esbulk_flush(eb, -1) != ESBULK_OK)
+            res->flush_timed_out = 1;
+        res->ready_s = bench_now_s() - r0;
+        res->warm_requests = stat_count(eb, "requests");
+        warm_indexed = stat_count(eb, "indexed");
+        res->indexed = res->failed = res->possibly = 0;
+    }
     t0 = bench_now_s();
     c0 = bench_cpu_s();
     s0 = bench_sys_s();

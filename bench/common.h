@@ -59,7 +59,15 @@ typedef struct {
     size_t nsets;
     int warm;                 /* add and flush every document once, untimed, on the same
                                  handle first (the counts are the timed run's) */
+    int ready;                /* before the clock starts, untimed: a delete of an _id no
+                                 document has (BENCH_READY_ID), flushed, so that the
+                                 handle has found the nodes and resolved the index, as
+                                 the limit program routes before its clock starts */
 } bench_engine_opts_t;
+
+/* The _id of the ready step's delete: the data's ids are "1".."n". The
+ * server answers 404 not_found and keeps no document. */
+#define BENCH_READY_ID "esbulk-bench-ready"
 
 typedef struct {
     uint64_t docs;            /* documents offered */
@@ -75,8 +83,10 @@ typedef struct {
     uint64_t minor_faults;    /* pages the kernel mapped in over the same span (memory
                                  touched for the first time, or again after a free gave
                                  it back) */
-    uint64_t warm_requests;   /* with warm: the requests of the untimed run, which stats
-                                 counts too */
+    uint64_t warm_requests;   /* with warm or ready: the requests of the untimed part,
+                                 which stats counts too */
+    double ready_s;           /* with ready: the ready step's wall time (the handle's
+                                 discovery, the index's resolution, one request) */
     char *stats;              /* esbulk_stats_json() after the flush; esbulk_free() it */
 } bench_engine_result_t;
 

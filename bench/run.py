@@ -114,7 +114,11 @@ part: every contender has its documents in memory before the clock starts:
 libesbulk, the limit and the Go ones read the file, the Python ones also
 parse it into dicts, or keep the lines as bytes, for the modes that send
 bytes; until session 8 the Python ones read and parsed it as they went,
-inside the timed part). Untimed
+inside the timed part; the limit also finds the nodes and the index's
+layout before its clock, and since session 23 so does esbulk_bench: its
+handle deletes an _id no document has, untimed, and reports that step's
+wall time as "ready_s", 50-100 ms here, which had been inside its 4-7 s).
+Untimed
 warm-up loads run first (not in --quick): every block of the plan (shape and
 id mode) in turn, each a whole data set, until 6M documents are in (12 runs
 of 500k, 6 of 1M): the server's JIT needs them. From a cold start, the limit
