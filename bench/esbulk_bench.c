@@ -6,8 +6,9 @@
  * handle then knows the nodes and the index, as the limit program has routed
  * before its clock starts), then times from the first esbulk_add() to the end
  * of esbulk_flush() and prints one JSON line on stdout; "ready_s" is the
- * ready step's wall time (--cold: no ready step, the clock starts at once). Exit status 1 when a document was not indexed (or
- * the run could not start), 2 for a usage error.
+ * ready step's wall time (--cold: no ready step, the clock starts at once).
+ * Exit status 1 when a document was not indexed (or the run could not
+ * start), 2 for a usage error.
  */
 #define _GNU_SOURCE 1
 #include "common.h"
