@@ -117,14 +117,16 @@ bytes; until session 8 the Python ones read and parsed it as they went,
 inside the timed part; the limit also finds the nodes and the index's
 layout before its clock, and since session 23 so does esbulk_bench: its
 handle deletes an _id no document has, untimed, and reports that step's
-wall time as "ready_s", 50-100 ms here, which had been inside its 4-7 s).
+wall time as "ready_s": 16-32 ms on the warmed benchmark cluster, 50-100
+ms on a cold one, which had been inside its 4-7 s).
 Untimed
 warm-up loads run first (not in --quick): every block of the plan (shape and
 id mode) in turn, each a whole data set, until 6M documents are in (12 runs
 of 500k, 6 of 1M): the server's JIT needs them. From a cold start, the limit
 program's rate rose for about 4.5M documents and then held (session 23,
-500k sets, the three blocks in turn: cycle 1 gateway ids 59k docs/s, cycle
-2 68k, cycles 3-5 82-89k; orders 97k, 110k, then 129-137k). The earlier
+500k sets, the three blocks in turn: gateway ids 59k docs/s after 1.5M
+documents, 68k after 3M, 82-89k from 4.5M on; orders 97k, 110k, then
+129-137k). The earlier
 warm-up, 2M documents of the gateway shape only, left round 1 and part of
 round 2 on a cluster still speeding up: the first run of each pair paid
 for the drift.
