@@ -329,6 +329,18 @@ static void add_all(esbulk_t *eb, const bench_engine_opts_t *opts, bench_engine_
     }
 }
 
+/* The end of an untimed part (warm, ready): flushed, its requests and
+ * successes noted (the statistics count them too), the counts zeroed for
+ * the timed part. */
+static void untimed_end(esbulk_t *eb, bench_engine_result_t *res, uint64_t *indexed_before)
+{
+    if (esbulk_flush(eb, -1) != ESBULK_OK)
+        res->flush_timed_out = 1;
+    res->warm_requests = stat_count(eb, "requests");
+    *indexed_before = stat_count(eb, "indexed");
+    res->added = res->indexed = res->failed = res->possibly = res->queue_full = 0;
+}
+
 int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res,
                      char *errstr, size_t errstr_size)
 {
@@ -382,11 +394,7 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
         /* the same documents once, untimed: what the handle allocates and
          * the kernel faults in is then in place, as in a long run */
         add_all(eb, opts, res, &shown_add);
-        if (esbulk_flush(eb, -1) != ESBULK_OK)
-            res->flush_timed_out = 1;
-        res->warm_requests = stat_count(eb, "requests");
-        warm_indexed = stat_count(eb, "indexed");
-        res->added = res->indexed = res->failed = res->possibly = res->queue_full = 0;
+        untimed_end(eb, res, &warm_indexed);
     }
     if (opts->ready) {
         double r0 = bench_now_s();
@@ -398,12 +406,8 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
             esbulk_destroy(eb);
             return -1;
         }
-        if (esbulk_flush(eb, -1) != ESBULK_OK)
-            res->flush_timed_out = 1;
+        untimed_end(eb, res, &warm_indexed);
         res->ready_s = bench_now_s() - r0;
-        res->warm_requests = stat_count(eb, "requests");
-        warm_indexed = stat_count(eb, "indexed");
-        res->indexed = res->failed = res->possibly = 0;
     }
     t0 = bench_now_s();
     c0 = bench_cpu_s();

@@ -901,8 +901,6 @@ def targets(rows, micro):
                 return None
             if mine == ROUTED and other == BASELINE:
                 return me["vs_baseline"]
-            if mine == ROUTED and other == "limit":
-                return me["vs_limit"]
             o = by.get((other, "gateway", ids))
             if o is None:
                 return None
