@@ -500,8 +500,12 @@ void esbulk__doc_own_lines(esbulk__doc_t *d)
 /* What d holds besides its record. */
 static void doc_clear(esbulk__doc_t *d)
 {
-    esbulk__doc_drop_lines(d);
-    free(d->strs_own);
+    /* most records come here with their lines given back and their strings
+     * inline: no call for them (free(NULL) is one, on every document) */
+    if (d->lines != NULL || d->block != NULL)
+        esbulk__doc_drop_lines(d);
+    if (d->strs_own != NULL)
+        free(d->strs_own);
     if (d->more != NULL) {
         free(d->more->index);
         free(d->more->id);

@@ -861,8 +861,11 @@ static int32_t serve(esbulk_t *eb)
         served++;
     }
     pthread_mutex_lock(&eb->lock);
-    for (d = q.head; d != NULL; d = d->next)
-        esbulk__live_done(eb, d);
+    if (eb->marks == NULL)
+        eb->live -= (size_t)served; /* no flush or close counts them */
+    else
+        for (d = q.head; d != NULL; d = d->next)
+            esbulk__live_done(eb, d);
     {
         caller_t *c = caller_self(eb);
         if (c != NULL)

@@ -326,6 +326,18 @@ esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len,
         const char *lf = memchr(body + start, '\n', last - start);
         const char *cr = memchr(body + start, '\r', last - start);
 
+        if (lf == NULL && cr == NULL) {
+            /* most bodies: one copy and the newline, room checked once */
+            size_t n = last - start;
+
+            if ((err = esbulk__buf_reserve(buf, n + 1)) != ESBULK_OK)
+                goto fail;
+            memcpy(buf->data + buf->len, body + start, n);
+            buf->len += n;
+            buf->data[buf->len++] = '\n';
+            buf->data[buf->len] = '\0';
+            return ESBULK_OK;
+        }
         while (start < last) {
             const char *stop;
 

@@ -1028,6 +1028,45 @@ START_TEST(test_failures_only_frees_in_one_go)
 }
 END_TEST
 
+/* Results served by esbulk_poll with no flush waiting (no mark counts
+ * them) stop counting as unserved all the same: a flush afterwards waits only
+ * for the documents added since, and close finds none left. */
+START_TEST(test_polled_results_not_waited_for)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    recorder_t rec;
+    pthread_t th;
+    char url[64];
+    esbulk_t *eb;
+    int64_t t0;
+    int i;
+
+    recorder_start(&rec, &th, url, sizeof(url));
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "25", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    eb = counted_handle(conf);
+    for (i = 0; i < 100; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    t0 = esbulk__now_ms();
+    while (results_seen < 100 && esbulk__now_ms() - t0 < 20000)
+        esbulk_poll(eb, 50);
+    ck_assert_int_eq(results_seen, 100);
+    pthread_mutex_lock(&eb->lock);
+    ck_assert_uint_eq(eb->live, 0);
+    pthread_mutex_unlock(&eb->lock);
+    for (i = 100; i < 110; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(esbulk_flush(eb, 20000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 110);
+    ck_assert_int_eq(esbulk_close(eb, 5000), ESBULK_OK);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
 /* An answer that frees a node's request slot fills it at once: the next
  * waiting batch goes out in the same round, not at the I/O thread's next
  * wake-up for something else (here none: no add, no flush, no interval,
@@ -1406,6 +1445,7 @@ int main(void)
     tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
+    tcase_add_test(handle, test_polled_results_not_waited_for);
     tcase_add_test(handle, test_malloc_tune_raises);
     tcase_add_test(handle, test_malloc_tune_off);
     tcase_add_test(handle, test_answer_fields_asked);
