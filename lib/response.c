@@ -1445,6 +1445,37 @@ static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_wan
 }
 #undef QAT
 
+/* The item most answers are made of when only the status is asked for (the
+ * default filter_path for documents added with their _id to a concrete
+ * index): {"index":{"status":201}} or {"create":{"status":201}}, compared
+ * as whole words. 1 with item written as quick_item would write it and s
+ * past it; 0 (s and item untouched) for anything else, which quick_item
+ * reads. */
+static ALWAYS_INLINE int status_only_item(scan_t *s, esbulk__item_t *item)
+{
+    static const char ix[] = "{\"index\":{\"status\":201}}";
+    static const char cr[] = "{\"create\":{\"status\":201}}";
+    const unsigned char *p = s->p;
+    size_t left = (size_t)(s->end - p);
+
+    if (left >= sizeof(ix) - 1 && load8(p) == load8(ix) && load8(p + 8) == load8(ix + 8) &&
+        load8(p + 16) == load8(ix + 16)) {
+        s->p = p + sizeof(ix) - 1;
+    } else if (left >= sizeof(cr) - 1 && load8(p) == load8(cr) &&
+               load8(p + 8) == load8(cr + 8) && load8(p + 16) == load8(cr + 16) && p[24] == '}') {
+        s->p = p + sizeof(cr) - 1;
+    } else {
+        return 0;
+    }
+    item->index = item->id = item->result = NULL;
+    item->result_static = 0;
+    item->status = 201;
+    item->seq_no = item->primary_term = item->version = -1;
+    item->error_type = item->error_reason = NULL;
+    item->klass = ESBULK__ITEM_OK;
+    return 1;
+}
+
 /* The whole 2xx answer: 0 with out classified OK and its items set, or -1
  * with out as it was (nothing kept). */
 static int fast_items(const char *body, size_t body_len, size_t expected_items,
@@ -1509,8 +1540,12 @@ static int fast_items(const char *body, size_t body_len, size_t expected_items,
         do {
             if (n == expected_items)
                 goto bail; /* too many */
-            r = quick_item(&s, retry_cluster_block, want ? &want[n] : NULL, &q, out,
-                           &out->items[n]);
+            if (status_only_item(&s, &out->items[n])) {
+                r = 0;
+            } else {
+                r = quick_item(&s, retry_cluster_block, want ? &want[n] : NULL, &q, out,
+                               &out->items[n]);
+            }
             if (r > 0 && !quick_only) {
                 memset(&out->items[n], 0, sizeof(out->items[n]));
                 out->nitems = n + 1; /* it may hold error strings to free */

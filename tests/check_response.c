@@ -1639,16 +1639,12 @@ END_TEST
 
 /* Every cut of a common answer, and every byte of it changed: the
  * common-item path takes only what jansson reads the same. */
-START_TEST(test_quick_cuts_and_bytes)
+/* Every cut of body, every run of up to 16 bytes taken out, every byte
+ * changed: the common-item path takes it only if jansson reads it the same,
+ * and parse_want reads it as jansson does. */
+static void cuts_and_bytes(const char *body, const esbulk__resp_want_t *want)
 {
-    static const char body[] =
-        "{\"items\":[" ITEM("index", COMMON("123", "5") ",\"status\":201") ","
-        ITEM("delete", "\"_index\":\"bench-micro\",\"_id\":\"9\",\"_version\":2,"
-                       "\"result\":\"not_found\",\"_seq_no\":77,\"_primary_term\":3,\"status\":404")
-        "]}";
-    static const char bench[] = "bench-micro";
-    const esbulk__resp_want_t want[2] = {{bench, 11, "123", 3}, {bench, 11, "9", 1}};
-    const size_t len = sizeof(body) - 1;
+    const size_t len = strlen(body);
     static const unsigned char repl[] = {'"', '\\', ',', '}', '{', ':', '0', '9', 'x', ' ',
                                          0x01, 0x80, ']'};
     esbulk__resp_t r, slow;
@@ -1673,7 +1669,6 @@ START_TEST(test_quick_cuts_and_bytes)
         esbulk__response_free(&slow);
         free(copy);
     }
-    /* every run of up to 16 bytes taken out (a value, a quote, a key) */
     copy = malloc(len);
     ck_assert_ptr_nonnull(copy);
     for (i = 0; i < len; i++)
@@ -1689,6 +1684,62 @@ START_TEST(test_quick_cuts_and_bytes)
             quick_agrees(copy, len, 1, want, "a byte changed", repl[k], i);
         }
     free(copy);
+}
+
+START_TEST(test_quick_cuts_and_bytes)
+{
+    static const char body[] =
+        "{\"items\":[" ITEM("index", COMMON("123", "5") ",\"status\":201") ","
+        ITEM("delete", "\"_index\":\"bench-micro\",\"_id\":\"9\",\"_version\":2,"
+                       "\"result\":\"not_found\",\"_seq_no\":77,\"_primary_term\":3,\"status\":404")
+        "]}";
+    /* the default answer to documents sent with their _id: the status alone */
+    static const char status_only[] =
+        "{\"errors\":false,\"items\":[{\"index\":{\"status\":201}},{\"create\":{\"status\":201}}]}";
+    static const char bench[] = "bench-micro";
+    const esbulk__resp_want_t want[2] = {{bench, 11, "123", 3}, {bench, 11, "9", 1}};
+
+    cuts_and_bytes(body, want);
+    cuts_and_bytes(status_only, NULL);
+    cuts_and_bytes(status_only, want);
+}
+END_TEST
+
+/* The items most answers are made of, {"index":{"status":201}} and
+ * {"create":{"status":201}}, read whole: every field as the general reading
+ * gives it (check_want compares them with jansson's), nothing kept. */
+START_TEST(test_status_only_items)
+{
+    static const char bench[] = "bench-micro";
+    esbulk__resp_want_t want[4] = {{bench, 11, "1", 1}, {bench, 11, "2", 1},
+                                   {bench, 11, "3", 1}, {bench, 11, "4", 1}};
+    esbulk__resp_t r;
+    size_t i;
+
+    check_want("status only", "{\"index\":{\"status\":201}},{\"create\":{\"status\":201}},"
+               "{\"index\":{\"status\":200}},{\"index\":{\"status\":201}}", 4, want, 1, &r);
+    ck_assert_int_eq(r.klass, ESBULK__RESP_OK);
+    for (i = 0; i < 4; i++) {
+        ck_assert_int_eq(r.items[i].klass, ESBULK__ITEM_OK);
+        ck_assert_int_eq(r.items[i].status, i == 2 ? 200 : 201);
+        ck_assert_ptr_null(r.items[i].index);
+        ck_assert_ptr_null(r.items[i].id);
+        ck_assert_ptr_null(r.items[i].result);
+        ck_assert_ptr_null(r.items[i].error_type);
+        ck_assert_int_eq(r.items[i].seq_no, -1);
+        ck_assert_int_eq(r.items[i].primary_term, -1);
+        ck_assert_int_eq(r.items[i].version, -1);
+        ck_assert_int_eq(r.items[i].result_static, 0);
+    }
+    esbulk__response_free(&r);
+    /* the same words with something after them are not that item */
+    check_want("status only, then a member",
+               "{\"index\":{\"status\":201},\"x\":1},{\"create\":{\"status\":201}}", 2, NULL, 0,
+               NULL);
+    check_want("status only, a longer status", "{\"create\":{\"status\":2011}}", 1, NULL, 0, NULL);
+    check_want("a 201 that failed",
+               "{\"index\":{\"status\":201,\"error\":{\"type\":\"x\",\"reason\":\"y\"}}}", 1, NULL,
+               0, NULL);
 }
 END_TEST
 
@@ -1718,6 +1769,7 @@ int main(void)
     tcase_add_test(tc, test_quick_differs);
     tcase_add_test(tc, test_quick_leaves);
     tcase_add_test(tc, test_quick_cuts_and_bytes);
+    tcase_add_test(tc, test_status_only_items);
     tcase_add_test(tc, test_scratch_reused);
     tcase_set_timeout(tc, 120); /* under valgrind */
     suite_add_tcase(s, tc);
