@@ -303,12 +303,20 @@ static void add_all(esbulk_t *eb, const bench_engine_opts_t *opts, bench_engine_
     size_t i;
 
     for (i = 0; i < opts->n; i++) {
-        char id[24];
-        size_t id_len = opts->ids ? bench_u64_str(id, (uint64_t)i + 1) : 0;
+        char buf[24];
+        const char *id = NULL;
+        size_t id_len = 0;
         esbulk_err_t err;
 
+        if (opts->ids && opts->id_lines != NULL) {
+            id = opts->id_lines[i].p;
+            id_len = opts->id_lines[i].len;
+        } else if (opts->ids) {
+            id_len = bench_u64_str(buf, (uint64_t)i + 1);
+            id = buf;
+        }
         for (;;) {
-            err = esbulk_add(eb, ESBULK_OP_INDEX, opts->index, opts->ids ? id : NULL, id_len,
+            err = esbulk_add(eb, ESBULK_OP_INDEX, opts->index, id, id_len,
                              NULL, 0, opts->lines[i].p, opts->lines[i].len, NULL, msg,
                              sizeof(msg));
             if (err != ESBULK_ERR_QUEUE_FULL)

@@ -55,6 +55,10 @@ typedef struct {
     const bench_line_t *lines;
     size_t n;
     int ids;                  /* _id of document k (1-based) is "k" */
+    const bench_line_t *id_lines; /* with ids: those ids already written (n of them), as
+                                     the no-network part of micro takes them; NULL: each
+                                     written as it is added (the contenders of the
+                                     cluster benchmark all do that) */
     const char *const *sets;  /* "KEY=VALUE", applied after the defaults */
     size_t nsets;
     int warm;                 /* add and flush every document once, untimed, on the same

@@ -262,6 +262,28 @@ MUTANTS = [
     route_push_since(c, d, 0, now, now);""",
      "flush.interval.ms and topology.wait.ms count from when the I/O thread takes a document, "
      "not from its add"),
+    ("served-live-not-lowered", "lib/esbulk.c",
+     """        eb->live -= (size_t)served; /* no flush or close counts them */""",
+     """        eb->live -= served > 1 ? (size_t)served - 1 : 0;""",
+     "results served with no flush waiting still count as unserved (the next flush waits for them)"),
+    ("status-only-item-wrong-meta", "lib/response.c",
+     """    item->seq_no = item->primary_term = item->version = -1;
+    item->error_type = item->error_reason = NULL;
+    item->klass = ESBULK__ITEM_OK;
+    return 1;""",
+     """    item->seq_no = item->primary_term = item->version = 0;
+    item->error_type = item->error_reason = NULL;
+    item->klass = ESBULK__ITEM_OK;
+    return 1;""",
+     "an item of the status alone read with _seq_no, _primary_term and _version 0, not absent"),
+    ("status-only-item-byte-unchecked", "lib/response.c",
+     """load8(p + 16) == load8(cr + 16) && p[24] == '}') {""",
+     """load8(p + 17) == load8(cr + 17)) {""",
+     "the create item of the status alone compared with one of its bytes unchecked"),
+    ("body-line-fast-no-newline", "lib/ndjson.c",
+     """            buf->data[buf->len++] = '\\n';""",
+     """            buf->data[buf->len] = '\\n';""",
+     "a body without CR or LF written without its line's newline"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
