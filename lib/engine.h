@@ -112,6 +112,10 @@ typedef struct {
 /* Under eb->lock. d was served (or made pullable): flush and close calls
  * wait for one document fewer. */
 void esbulk__live_done(esbulk_t *eb, const esbulk__doc_t *d);
+/* Under eb->lock. The n documents of the list from head were served: as
+ * esbulk__live_done for each, without a walk when no flush or close waits
+ * (the handle's force_mark leaves the marks once it counts none). */
+void esbulk__live_done_list(esbulk_t *eb, const esbulk__doc_t *head, size_t n);
 /* Under eb->lock. m counts the documents added so far, and is kept up to
  * date until removed. */
 void esbulk__mark_add(esbulk_t *eb, esbulk__mark_t *m);

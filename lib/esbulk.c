@@ -813,11 +813,8 @@ static int pull_mode(const esbulk_t *eb)
  * them); they keep counting against buffer.max.docs until released. */
 static void pull_absorb(esbulk_t *eb)
 {
-    esbulk__doc_t *d;
-
     pthread_mutex_lock(&eb->lock);
-    for (d = eb->results.head; d != NULL; d = d->next)
-        esbulk__live_done(eb, d);
+    esbulk__live_done_list(eb, eb->results.head, eb->results.count);
     esbulk__queue_append(&eb->pull_ready, &eb->results);
     pthread_mutex_unlock(&eb->lock);
 }
@@ -866,11 +863,7 @@ static int32_t serve(esbulk_t *eb)
         served++;
     }
     pthread_mutex_lock(&eb->lock);
-    if (eb->marks == NULL)
-        eb->live -= (size_t)served; /* no flush or close counts them */
-    else
-        for (d = q.head; d != NULL; d = d->next)
-            esbulk__live_done(eb, d);
+    esbulk__live_done_list(eb, q.head, (size_t)served);
     {
         caller_t *c = caller_self(eb);
         if (c != NULL)

@@ -18,6 +18,22 @@ void esbulk__live_done(esbulk_t *eb, const esbulk__doc_t *d)
             m->left--;
 }
 
+void esbulk__live_done_list(esbulk_t *eb, const esbulk__doc_t *head, size_t n)
+{
+    const esbulk__doc_t *d;
+
+    if (eb->marks == NULL) {
+        eb->live -= n;
+        return;
+    }
+    for (d = head; d != NULL; d = d->next)
+        esbulk__live_done(eb, d);
+    /* what the last flush asked to go at once has all been served: nothing
+     * more to count (a flush puts it back) */
+    if (eb->force_mark.left == 0)
+        esbulk__mark_remove(eb, &eb->force_mark);
+}
+
 void esbulk__mark_add(esbulk_t *eb, esbulk__mark_t *m)
 {
     /* every unserved document was added before now */
@@ -130,11 +146,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     eb->stats.closed += closed;
     if (drop.count > 0) {
         /* served at once: nobody asked to see successes */
-        if (eb->marks == NULL)
-            eb->live -= drop.count;
-        else
-            for (d = drop.head; d != NULL; d = d->next)
-                esbulk__live_done(eb, d);
+        esbulk__live_done_list(eb, drop.head, drop.count);
         eb->buffered_docs -= drop.count;
         eb->buffer_full = 0;
     }

@@ -262,10 +262,16 @@ MUTANTS = [
     route_push_since(c, d, 0, now, now);""",
      "flush.interval.ms and topology.wait.ms count from when the I/O thread takes a document, "
      "not from its add"),
-    ("served-live-not-lowered", "lib/esbulk.c",
-     """        eb->live -= (size_t)served; /* no flush or close counts them */""",
-     """        eb->live -= served > 1 ? (size_t)served - 1 : 0;""",
+    ("served-live-not-lowered", "lib/handoff.c",
+     """        eb->live -= n;""",
+     """        eb->live -= n > 1 ? n - 1 : 0;""",
      "results served with no flush waiting still count as unserved (the next flush waits for them)"),
+    ("force-mark-kept", "lib/handoff.c",
+     """    if (eb->force_mark.left == 0)
+        esbulk__mark_remove(eb, &eb->force_mark);""",
+     """    if (0)
+        esbulk__mark_remove(eb, &eb->force_mark);""",
+     "after a flush, every result served walks the marks for good (the spent force mark stays)"),
     ("status-only-item-wrong-meta", "lib/response.c",
      """    item->seq_no = item->primary_term = item->version = -1;
     item->error_type = item->error_reason = NULL;

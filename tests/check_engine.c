@@ -1060,6 +1060,20 @@ START_TEST(test_polled_results_not_waited_for)
         ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
     ck_assert_int_eq(esbulk_flush(eb, 20000), ESBULK_OK);
     ck_assert_int_eq(results_seen, 110);
+    /* after a flush: its force mark goes once spent, and the results served
+     * next are counted without a walk again */
+    for (i = 110; i < 155; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    t0 = esbulk__now_ms();
+    while (results_seen < 135 && esbulk__now_ms() - t0 < 20000)
+        esbulk_poll(eb, 50);
+    ck_assert_int_eq(results_seen, 135); /* 20 wait for flush.docs */
+    pthread_mutex_lock(&eb->lock);
+    ck_assert_ptr_null(eb->marks);
+    ck_assert_uint_eq(eb->live, 20);
+    pthread_mutex_unlock(&eb->lock);
+    ck_assert_int_eq(esbulk_flush(eb, 20000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 155);
     ck_assert_int_eq(esbulk_close(eb, 5000), ESBULK_OK);
     esbulk_destroy(eb);
     recorder_stop(&rec, th);
