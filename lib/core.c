@@ -127,6 +127,7 @@ struct esbulk__core_s {
     size_t held;              /* documents without an outcome */
     size_t waiting;           /* of which in the indices' wait queues */
     esbulk__queue_t done;     /* outcomes known, for esbulk__core_take_done() */
+    esbulk__drops_t drops;    /* the lines deliver() gave back, as a run of one block's */
     esbulk__ahead_t done_ahead; /* its ahead links: the serving thread prefetches by them */
     esbulk__core_counts_t counts;
     unsigned rr;
@@ -153,6 +154,19 @@ static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcom
 {
     /* a success with nothing more to say copies and frees nothing there */
     esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
+    switch (outcome) {
+    case ESBULK_OUTCOME_INDEXED: c->counts.indexed++; break;
+    case ESBULK_OUTCOME_FAILED: c->counts.failed++; break;
+    case ESBULK_OUTCOME_POSSIBLY: c->counts.possibly++; break;
+    }
+    if (err == ESBULK_ERR_CLOSED)
+        c->counts.closed++;
+    c->counts.held_bytes += d->body_bytes;
+    /* the lines are not needed any more (but for a dead-letter output):
+     * given back now, while the record is in cache, a run of them at a
+     * time (ended before the outcomes are handed over) */
+    if (!c->cf.keep_body || outcome == ESBULK_OUTCOME_INDEXED)
+        esbulk__doc_drop_lines_run(d, &c->drops);
     esbulk__queue_push_ahead(&c->done, &c->done_ahead, d);
     c->held--;
 }
@@ -725,6 +739,7 @@ static void free_queue(esbulk__queue_t *q)
 
 void esbulk__core_free(esbulk__core_t *c)
 {
+    esbulk__drops_end(&c->drops); /* before any block could go */
     int i;
 
     if (c == NULL)
@@ -1766,7 +1781,13 @@ void esbulk__core_abort(esbulk__core_t *c)
 
 void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__core_counts_t *n)
 {
+    esbulk__drops_end(&c->drops);
     esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);
+    n->indexed += c->counts.indexed;
+    n->failed += c->counts.failed;
+    n->possibly += c->counts.possibly;
+    n->closed += c->counts.closed;
+    n->held_bytes += c->counts.held_bytes;
     n->retried += c->counts.retried;
     n->item_429 += c->counts.item_429;
     n->unrouted += c->counts.unrouted;

@@ -70,6 +70,8 @@ typedef struct {
                                    this long for the layout, then goes unrouted (0: at once;
                                    ordering=per_id waits for the read, however long) */
     int failures_only;          /* result.failures_only: successes keep no server strings */
+    int keep_body;              /* result.keep_body: a document not indexed keeps its lines
+                                   until served (the others give them back as delivered) */
     size_t spare_send_bytes;    /* the most bytes of arrays answered requests keep for the
                                    next ones (0: 16 MB; the tests set less) */
 } esbulk__core_conf_t;
@@ -137,6 +139,10 @@ typedef struct {
 typedef struct {
     uint64_t retried, item_429, unrouted, expired, http_429, split_413, requests, bytes_raw;
     uint64_t fetches;       /* index metadata fetches asked for */
+    /* the outcomes delivered, counted as they were (the hand-off then needs
+     * no walk over them): by outcome, those closed, and what they held of
+     * buffer.max.bytes (their body_bytes) */
+    uint64_t indexed, failed, possibly, closed, held_bytes;
 } esbulk__core_counts_t;
 
 /* A core, or NULL if out of memory. log may be NULL. seed: the random

@@ -90,41 +90,23 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
                              uint64_t bytes_sent, uint64_t handles_made)
 {
     int failures_only = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_FAILURES_ONLY);
-    int keep_body = (int)esbulk__conf_int(eb->conf, ESBULK__C_RESULT_KEEP_BODY);
     esbulk__queue_t drop = {0}, keep = {0};
-    esbulk__drops_t drops = {0};
     esbulk__doc_t *d, *next;
-    size_t freed_bytes = 0, q_bytes = 0;
-    uint64_t indexed = 0, failed = 0, possibly = 0, closed = 0;
+    size_t freed_bytes = (size_t)n->held_bytes;
 
-    /* everything per document outside the lock; under it, the results are
-     * appended at once. With result.failures_only the successes are
-     * served here, by the I/O thread: set apart now, freed after the lock
-     * in one go (one by one, each took the records' lock against the
-     * adding thread's, which doubled the CPU of a document) */
-    for (d = q->head; d != NULL; d = next) {
-        next = d->next;
-        /* the body is not needed any more, but for a dead-letter output */
-        if (!keep_body || d->outcome == ESBULK_OUTCOME_INDEXED)
-            esbulk__doc_drop_lines_run(d, &drops);
-        freed_bytes += d->body_bytes;
-        d->body_bytes = 0;
-        q_bytes += d->lines_len;
-        switch (d->outcome) {
-        case ESBULK_OUTCOME_INDEXED: indexed++; break;
-        case ESBULK_OUTCOME_FAILED: failed++; break;
-        case ESBULK_OUTCOME_POSSIBLY: possibly++; break;
-        }
-        if (d->err == ESBULK_ERR_CLOSED)
-            closed++;
-        if (failures_only)
+    /* the core counted the outcomes and gave back the lines as it delivered
+     * them: nothing per document here, but with result.failures_only, where
+     * the successes are served here, by the I/O thread: set apart now,
+     * freed after the lock in one go (one by one, each took the records'
+     * lock against the adding thread's, which doubled the CPU of a
+     * document) */
+    if (failures_only) {
+        for (d = q->head; d != NULL; d = next) {
+            next = d->next;
             esbulk__queue_push(d->outcome == ESBULK_OUTCOME_INDEXED ? &drop : &keep, d);
-    }
-    esbulk__drops_end(&drops);
-    if (failures_only)
+        }
         *q = keep;
-    else
-        q->bytes = q_bytes;
+    }
     pthread_mutex_lock(&eb->lock);
     eb->buffered_bytes -= freed_bytes;
     if (freed_bytes > 0)
@@ -140,10 +122,10 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     eb->stats.fetches += n->fetches;
     eb->stats.bytes_sent += bytes_sent;
     eb->stats.http_handles += handles_made;
-    eb->stats.indexed += indexed;
-    eb->stats.failed += failed;
-    eb->stats.possibly += possibly;
-    eb->stats.closed += closed;
+    eb->stats.indexed += n->indexed;
+    eb->stats.failed += n->failed;
+    eb->stats.possibly += n->possibly;
+    eb->stats.closed += n->closed;
     if (drop.count > 0) {
         /* served at once: nobody asked to see successes */
         esbulk__live_done_list(eb, drop.head, drop.count);

@@ -680,6 +680,7 @@ static void core_conf(const esbulk_conf_t *conf, esbulk__core_conf_t *cf)
     cf->idle_ms = esbulk__conf_int(conf, ESBULK__C_TOPOLOGY_IDLE_MS);
     cf->wait_ms = esbulk__conf_int(conf, ESBULK__C_TOPOLOGY_WAIT_MS);
     cf->failures_only = (int)esbulk__conf_int(conf, ESBULK__C_RESULT_FAILURES_ONLY);
+    cf->keep_body = (int)esbulk__conf_int(conf, ESBULK__C_RESULT_KEEP_BODY);
 }
 
 esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size)

@@ -272,6 +272,32 @@ MUTANTS = [
      """    if (0)
         esbulk__mark_remove(eb, &eb->force_mark);""",
      "after a flush, every result served walks the marks for good (the spent force mark stays)"),
+    ("deliver-drops-kept-body", "lib/core.c",
+     """    if (!c->cf.keep_body || outcome == ESBULK_OUTCOME_INDEXED)
+        esbulk__doc_drop_lines_run(d, &c->drops);""",
+     """    esbulk__doc_drop_lines_run(d, &c->drops);""",
+     "result.keep_body: a failed document's body given back before its result is served"),
+    ("deliver-keeps-success-lines", "lib/core.c",
+     """    if (!c->cf.keep_body || outcome == ESBULK_OUTCOME_INDEXED)
+        esbulk__doc_drop_lines_run(d, &c->drops);""",
+     """    if (!c->cf.keep_body)
+        esbulk__doc_drop_lines_run(d, &c->drops);""",
+     "result.keep_body: an indexed document's body kept and shown as if for a dead letter"),
+    ("deliver-held-bytes-uncounted", "lib/core.c",
+     """    c->counts.held_bytes += d->body_bytes;""",
+     """    c->counts.held_bytes += 0;""",
+     "documents delivered keep counting against buffer.max.bytes"),
+    ("deliver-closed-uncounted", "lib/core.c",
+     """    if (err == ESBULK_ERR_CLOSED)
+        c->counts.closed++;""",
+     """    if (err == ESBULK_ERR_CLOSED && 0)
+        c->counts.closed++;""",
+     "the statistics' closed count stays 0"),
+    ("take-done-run-not-ended", "lib/core.c",
+     """    esbulk__drops_end(&c->drops);
+    esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);""",
+     """    esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);""",
+     "the lines delivered last are handed over with their block's shares not given back"),
     ("status-only-item-wrong-meta", "lib/response.c",
      """    item->seq_no = item->primary_term = item->version = -1;
     item->error_type = item->error_reason = NULL;

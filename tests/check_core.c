@@ -962,6 +962,70 @@ START_TEST(test_retry_moves_lines_out_of_block)
 }
 END_TEST
 
+/* Delivered documents give their lines back as the core delivers them (the
+ * hand-off walks them no more), but with result.keep_body one not indexed
+ * (a dead letter to be); the core counts the outcomes and what they held
+ * of buffer.max.bytes; and a take hands them over with every share of the
+ * block given back, so that the next add starts the block over. */
+static void delivered_lines_run(int keep_body)
+{
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__docmem_t *dm = esbulk__docmem_new();
+    const int st[3] = {201, 400, 201};
+    esbulk__doc_t *d[3], *x;
+    esbulk__send_t *s;
+    char *p;
+    int64_t now = 1000;
+    uint64_t held = 0;
+    long n;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.keep_body = keep_body;
+    fx_open(&cf);
+    for (n = 0; n < 3; n++) {
+        char id[8];
+
+        snprintf(id, sizeof(id), "d%ld", n);
+        d[n] = doc_in_block(dm, id, n);
+        held += d[n]->body_bytes;
+        esbulk__core_add(fx.core, d[n], now, now);
+    }
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 3);
+    answer_items(s, st, now);
+    take();
+    ck_assert_uint_eq(fx.counts.indexed, 2);
+    ck_assert_uint_eq(fx.counts.failed, 1);
+    ck_assert_uint_eq(fx.counts.possibly, 0);
+    ck_assert_uint_eq(fx.counts.held_bytes, held);
+    ck_assert_ptr_null(d[0]->lines);
+    ck_assert_ptr_null(d[2]->lines);
+    if (keep_body) {
+        ck_assert_ptr_nonnull(d[1]->lines);
+        ck_assert_ptr_nonnull(strstr(d[1]->lines, "{\"n\":1}"));
+    } else {
+        ck_assert_ptr_null(d[1]->lines);
+    }
+    expect(0, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(1, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 400);
+    expect(2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    /* no document holds the block: the next one starts it over */
+    ck_assert_int_eq(esbulk__docmem_take(dm, 0, 16, &x, &p), ESBULK_OK);
+    ck_assert_ptr_nonnull(x->block);
+    ck_assert_uint_eq(x->lines_off, 0);
+    x->lines = p;
+    esbulk__doc_free(x);
+    fx_close();
+    esbulk__docmem_destroy(dm);
+}
+
+START_TEST(test_delivered_lines_given_back)
+{
+    delivered_lines_run(0);
+    delivered_lines_run(1);
+}
+END_TEST
+
 /* Item 429/503 are retried alone and go first in line, in their order;
  * the other items' outcomes stand. */
 START_TEST(test_item_retry_goes_first)
@@ -1918,6 +1982,7 @@ int main(void)
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_hint_shard_only_from_its_entry);
     tcase_add_test(tc, test_retry_moves_lines_out_of_block);
+    tcase_add_test(tc, test_delivered_lines_given_back);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
     tcase_add_test(tc, test_wait_counts_toward_interval);
     tcase_add_test(tc, test_add_time_counts);

@@ -415,6 +415,18 @@ START_TEST(test_queue_full_at_once)
     ck_assert_int_eq(closed_seen, 10);
     ck_assert_int_eq(failed_seen, 10);
     ck_assert_int_eq(wrong_thread, 0);
+    {
+        /* and the statistics say so */
+        char *stats = esbulk_stats_json(eb);
+        json_t *st = json_loads(stats, 0, NULL);
+
+        ck_assert_int_eq(json_integer_value(json_object_get(st, "closed")), 10);
+        ck_assert_int_eq(json_integer_value(json_object_get(st, "failed")), 10);
+        ck_assert_int_eq(json_integer_value(json_object_get(st, "indexed")), 0);
+        ck_assert_int_eq(json_integer_value(json_object_get(st, "buffered_bytes")), 0);
+        json_decref(st);
+        esbulk_free(stats);
+    }
     ck_assert_int_eq(add_one(eb, 11), ESBULK_ERR_CLOSED);
     esbulk_destroy(eb);
 }
@@ -601,8 +613,8 @@ START_TEST(test_flush_timed_out_still_sends)
 END_TEST
 
 /* A loopback server that keeps every _bulk request body it gets and answers
- * each item created (its _id read from the action line); anything else gets
- * a 404. */
+ * each item created (its _id read from the action line), or refused with a
+ * 400 when the _id begins with "fail"; anything else gets a 404. */
 typedef struct {
     int fd;
     pthread_mutex_t lock;   /* guards the two below */
@@ -671,11 +683,18 @@ static int recorder_one(recorder_t *r, int c)
                 char item[256];
 
                 ck_assert_ptr_nonnull(id);
-                snprintf(item, sizeof(item),
-                         "%s{\"index\":{\"_index\":\"idx\",\"_id\":\"%.*s\",\"_version\":1,"
-                         "\"result\":\"created\",\"_seq_no\":%zu,\"_primary_term\":1,"
-                         "\"status\":201}}", n > 0 ? "," : "",
-                         (int)strcspn(id + 7, "\""), id + 7, n / 2);
+                if (strncmp(id + 7, "fail", 4) == 0) /* a document the server refuses */
+                    snprintf(item, sizeof(item),
+                             "%s{\"index\":{\"_index\":\"idx\",\"_id\":\"%.*s\",\"status\":400,"
+                             "\"error\":{\"type\":\"mapper_parsing_exception\",\"reason\":"
+                             "\"failed to parse\"}}}", n > 0 ? "," : "",
+                             (int)strcspn(id + 7, "\""), id + 7);
+                else
+                    snprintf(item, sizeof(item),
+                             "%s{\"index\":{\"_index\":\"idx\",\"_id\":\"%.*s\",\"_version\":1,"
+                             "\"result\":\"created\",\"_seq_no\":%zu,\"_primary_term\":1,"
+                             "\"status\":201}}", n > 0 ? "," : "",
+                             (int)strcspn(id + 7, "\""), id + 7, n / 2);
                 ck_assert_int_eq(esbulk__buf_adds(&ans, item), ESBULK_OK);
             }
             line = nl + 1;
@@ -1081,6 +1100,83 @@ START_TEST(test_polled_results_not_waited_for)
 }
 END_TEST
 
+/* result.keep_body: a document not indexed keeps its body for the result
+ * (a dead-letter output), one indexed does not; without it none does. */
+static struct {
+    int n;
+    char id[8][16];
+    int outcome[8];
+    char body[8][32]; /* "" when esbulk_result_body() gave none */
+} kept;
+
+static void on_result_kept(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
+{
+    size_t len = 0;
+    const char *b = esbulk_result_body(r, &len);
+    int k = kept.n++;
+
+    (void)eb;
+    (void)opaque;
+    ck_assert_int_lt(k, 8);
+    snprintf(kept.id[k], sizeof(kept.id[k]), "%s", esbulk_result_id(r));
+    kept.outcome[k] = esbulk_result_outcome(r);
+    snprintf(kept.body[k], sizeof(kept.body[k]), "%.*s", b != NULL ? (int)len : 0,
+             b != NULL ? b : "");
+}
+
+static void keep_body_run(const char *keep)
+{
+    static const char *const ids[] = {"ok-1", "fail-1", "ok-2", "fail-2"};
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char url[64], errstr[256], body[32];
+    recorder_t rec;
+    pthread_t th;
+    esbulk_t *eb;
+    int i;
+
+    recorder_start(&rec, &th, url, sizeof(url));
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "result.keep_body", keep, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    esbulk_conf_set_result_cb(conf, on_result_kept);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+    memset(&kept, 0, sizeof(kept));
+    for (i = 0; i < 4; i++) {
+        snprintf(body, sizeof(body), "{\"n\":%d}", i);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "idx", ids[i], strlen(ids[i]), NULL, 0,
+                                    body, strlen(body), NULL, errstr, sizeof(errstr)),
+                         ESBULK_OK);
+    }
+    ck_assert_int_eq(esbulk_flush(eb, 20000), ESBULK_OK);
+    ck_assert_int_eq(kept.n, 4);
+    for (i = 0; i < 4; i++) {
+        int k, fail = strncmp(ids[i], "fail", 4) == 0;
+
+        for (k = 0; k < 4 && strcmp(kept.id[k], ids[i]) != 0; k++)
+            ;
+        ck_assert_int_lt(k, 4);
+        ck_assert_int_eq(kept.outcome[k], fail ? ESBULK_OUTCOME_FAILED : ESBULK_OUTCOME_INDEXED);
+        snprintf(body, sizeof(body), "{\"n\":%d}", i);
+        if (fail && strcmp(keep, "true") == 0)
+            ck_assert_str_eq(kept.body[k], body);
+        else
+            ck_assert_str_eq(kept.body[k], "");
+    }
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    esbulk__buf_free(&rec.bodies);
+}
+
+START_TEST(test_keep_body)
+{
+    keep_body_run("true");
+    keep_body_run("false");
+}
+END_TEST
+
 /* An answer that frees a node's request slot fills it at once: the next
  * waiting batch goes out in the same round, not at the I/O thread's next
  * wake-up for something else (here none: no add, no flush, no interval,
@@ -1460,6 +1556,7 @@ int main(void)
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
     tcase_add_test(handle, test_polled_results_not_waited_for);
+    tcase_add_test(handle, test_keep_body);
     tcase_add_test(handle, test_malloc_tune_raises);
     tcase_add_test(handle, test_malloc_tune_off);
     tcase_add_test(handle, test_answer_fields_asked);
