@@ -779,6 +779,21 @@ static void recorder_stop(recorder_t *r, pthread_t th)
     pthread_mutex_destroy(&r->lock);
 }
 
+/* A configuration for a handle on a new recorder: routing.level=off, the
+ * given flush.docs, no flush by interval. */
+static esbulk_conf_t *recorder_conf(recorder_t *rec, pthread_t *th, const char *flush_docs)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char url[64];
+
+    recorder_start(rec, th, url, sizeof(url));
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", flush_docs, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    return conf;
+}
+
 /* The request bodies are the documents' lines, whole and in order: 300
  * documents over several requests, bodies from 2 bytes to past the upload
  * buffer (curl reads a request in pieces, and a piece ends inside a
@@ -997,22 +1012,16 @@ END_TEST
  * nothing left to wait for; a flush waiting meanwhile sees them served. */
 START_TEST(test_failures_only_frees_in_one_go)
 {
-    esbulk_conf_t *conf = esbulk_conf_new();
     recorder_t rec;
     pthread_t th;
-    char url[64];
+    esbulk_conf_t *conf = recorder_conf(&rec, &th, "50");
     esbulk_t *eb;
     int64_t t0;
     int64_t indexed = 0;
     uint64_t locks;
     int i;
 
-    recorder_start(&rec, &th, url, sizeof(url));
-    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "result.failures_only", "true", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "50", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "max.inflight.per.node", "1", NULL, 0), 0);
     eb = counted_handle(conf);
     for (i = 0; i < 200; i++)
@@ -1052,20 +1061,12 @@ END_TEST
  * for the documents added since, and close finds none left. */
 START_TEST(test_polled_results_not_waited_for)
 {
-    esbulk_conf_t *conf = esbulk_conf_new();
     recorder_t rec;
     pthread_t th;
-    char url[64];
-    esbulk_t *eb;
+    esbulk_t *eb = counted_handle(recorder_conf(&rec, &th, "25"));
     int64_t t0;
     int i;
 
-    recorder_start(&rec, &th, url, sizeof(url));
-    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "25", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
-    eb = counted_handle(conf);
     for (i = 0; i < 100; i++)
         ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
     t0 = esbulk__now_ms();
@@ -1127,18 +1128,14 @@ static void on_result_kept(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
 static void keep_body_run(const char *keep)
 {
     static const char *const ids[] = {"ok-1", "fail-1", "ok-2", "fail-2"};
-    esbulk_conf_t *conf = esbulk_conf_new();
-    char url[64], errstr[256], body[32];
+    char errstr[256], body[32];
     recorder_t rec;
     pthread_t th;
+    esbulk_conf_t *conf = recorder_conf(&rec, &th, "5000");
     esbulk_t *eb;
     int i;
 
-    recorder_start(&rec, &th, url, sizeof(url));
-    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "result.keep_body", keep, NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
     esbulk_conf_set_result_cb(conf, on_result_kept);
     eb = esbulk_new(conf, errstr, sizeof(errstr));
     ck_assert_msg(eb != NULL, "%s", errstr);
