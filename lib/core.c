@@ -739,11 +739,11 @@ static void free_queue(esbulk__queue_t *q)
 
 void esbulk__core_free(esbulk__core_t *c)
 {
-    esbulk__drops_end(&c->drops); /* before any block could go */
     int i;
 
     if (c == NULL)
         return;
+    esbulk__drops_end(&c->drops); /* before any block could go */
     while (c->inflight != NULL) {
         esbulk__send_t *s = c->inflight;
         size_t k;
