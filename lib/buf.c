@@ -4,14 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void esbulk__buf_init(esbulk__buf_t *buf, size_t max)
-{
-    buf->data = NULL;
-    buf->len = 0;
-    buf->cap = 0;
-    buf->max = max;
-}
-
 void esbulk__buf_free(esbulk__buf_t *buf)
 {
     free(buf->data);

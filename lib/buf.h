@@ -11,7 +11,14 @@ typedef struct {
     size_t max;   /* esbulk__buf_add fails past this many bytes */
 } esbulk__buf_t;
 
-void esbulk__buf_init(esbulk__buf_t *buf, size_t max);
+/* Empty, no allocation (inline: every add sets up two). */
+static inline void esbulk__buf_init(esbulk__buf_t *buf, size_t max)
+{
+    buf->data = NULL;
+    buf->len = 0;
+    buf->cap = 0;
+    buf->max = max;
+}
 void esbulk__buf_free(esbulk__buf_t *buf);
 void esbulk__buf_reset(esbulk__buf_t *buf);
 /* ESBULK_ERR_NOMEM or ESBULK_ERR_TOO_LARGE on failure; buf unchanged. */

@@ -445,10 +445,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
     /* A content id hashes the body as it is sent, so that body line is built
      * first; otherwise the body goes straight after the action line. */
     content_id = id_len == 0 && gen == ESBULK__IDGEN_CONTENT && (op == ESBULK_OP_INDEX || op == ESBULK_OP_CREATE);
-    /* (set in place: the buffer functions are calls, on every add) */
-    bline.data = NULL;
-    bline.len = bline.cap = 0;
-    bline.max = (size_t)-1;
+    esbulk__buf_init(&bline, (size_t)-1);
     if (content_id) {
         err = esbulk__body_line(&bline, body, body_len,
                                 (int)esbulk__conf_int(eb->conf, ESBULK__C_BODY_VALIDATE), errstr,
@@ -471,10 +468,9 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
      * it is written straight into the document's room; otherwise first on
      * the stack (most are short), so that the document asks for exactly the
      * room its lines need. (Generated ids are plain.) */
+    esbulk__buf_init(&action, sizeof(action_stack) - 1);
     action.data = action_stack;
-    action.len = 0;
     action.cap = sizeof(action_stack);
-    action.max = sizeof(action_stack) - 1;
     fast = plain && esbulk__docopts_empty(opts);
     if (fast) {
         action_len = esbulk__action_line_plain_len(op, index_len, id_len, routing_len);
