@@ -33,7 +33,7 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(FLUSH_INTERVAL_MS, "flush.interval.ms", INT, "1000", 1, 3600000, NULL, 0)          \
     X(MAX_INFLIGHT_PER_NODE, "max.inflight.per.node", INT, "2", 1, 64, NULL, 0)          \
     X(BUFFER_MAX_BYTES, "buffer.max.bytes", INT, "268435456", 65536, 1099511627776, NULL, 0) \
-    X(BUFFER_MAX_DOCS, "buffer.max.docs", INT, "100000", 1, 1000000000, NULL, 0)         \
+    X(BUFFER_MAX_DOCS, "buffer.max.docs", INT, "0", 0, 1000000000, NULL, 0)              \
     X(ENQUEUE_TIMEOUT_MS, "enqueue.timeout.ms", INT, "0", -1, 86400000, NULL, 0)         \
     X(MAX_DOC_BYTES, "max.doc.bytes", INT, "10485760", 16, 1073741824, NULL, 0)          \
     X(ID_GENERATE, "id.generate", ENUM, "time", 0, 0, "none|time|content", 0)            \

@@ -1815,6 +1815,19 @@ size_t esbulk__core_held(const esbulk__core_t *c) { return c->held; }
 size_t esbulk__core_nindices(const esbulk__core_t *c) { return c->nixs; }
 size_t esbulk__core_ndests(const esbulk__core_t *c) { return c->ndests; }
 
+size_t esbulk__core_buffer_docs(const esbulk__core_t *c)
+{
+    size_t nodes = 0;
+    int i;
+
+    if (c->cluster != NULL && !c->cluster->seeds_only)
+        for (i = 0; i < c->cluster->nnodes; i++)
+            nodes += c->cluster->nodes[i].http != NULL && c->cluster->nodes[i].reachable;
+    if (nodes == 0)
+        nodes = (size_t)c->nseeds;
+    return esbulk__buffer_docs_for(nodes, c->ndests, c->cf.max_inflight, c->cf.flush.flush_docs);
+}
+
 static int cmp_i32(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;

@@ -36,6 +36,18 @@ int esbulk__should_flush(const esbulk__flush_policy_t *p, size_t count, size_t b
 /* When the destination will be due by the interval (INT64_MAX if empty). */
 int64_t esbulk__flush_due_ms(const esbulk__flush_policy_t *p, size_t count, int64_t oldest_ms);
 
+/* buffer.max.docs=0 (the default): the documents a handle may hold, sized
+ * by what keeps the cluster busy (batch.c). Every node's inflight requests
+ * of flush_docs, plus a full request queued on each destination (at least
+ * one a node), twice over: results not served yet and documents added
+ * since count too. Never below ESBULK__BUFFER_DOCS_MIN (a small flush.docs
+ * must not make a program that polls now and then meet QUEUE_FULL at a
+ * few hundred documents), never above ESBULK__BUFFER_DOCS_MAX. A larger
+ * buffer adds no speed, only memory that goes cold before it is sent. */
+#define ESBULK__BUFFER_DOCS_MIN 10000
+#define ESBULK__BUFFER_DOCS_MAX 100000000
+size_t esbulk__buffer_docs_for(size_t nodes, size_t dests, int inflight, size_t flush_docs);
+
 /* Retry policy (retry.c): exponential backoff with full jitter and a cap.
  * rnd is a uniform random 32-bit value (injected for tests). */
 int64_t esbulk__backoff_ms(int32_t attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd);
@@ -231,6 +243,10 @@ uint64_t esbulk__core_sends_made(const esbulk__core_t *core);
 /* Index entries and destinations held (bounded by topology.idle.ms). */
 size_t esbulk__core_nindices(const esbulk__core_t *core);
 size_t esbulk__core_ndests(const esbulk__core_t *core);
+/* esbulk__buffer_docs_for() over the nodes the core sends to (the cluster's
+ * nodes with an HTTP address it can reach, or the seeds while it has no
+ * such view) and its destinations. */
+size_t esbulk__core_buffer_docs(const esbulk__core_t *core);
 
 /* Per-node statistics as a JSON array (a new reference, NULL if out of
  * memory): url, name, node_id, seed, queued_docs, inflight, requests,

@@ -52,6 +52,9 @@ struct esbulk_s {
     uint64_t next_seq;
     size_t buffered_bytes;          /* body bytes of documents without outcome */
     size_t buffered_docs;           /* documents not yet served */
+    size_t max_docs;                /* buffer.max.docs, or (max_docs_auto: it is 0) sized by
+                                     * the cluster, which the I/O thread sets */
+    int max_docs_auto;
     int flushers;                   /* esbulk_flush/close calls in progress */
     esbulk__mark_t force_mark;      /* documents added before the last esbulk_flush go at
                                      * once, even after that call timed out: until every
@@ -137,5 +140,9 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
  * of the engine's state. */
 void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,
                              size_t destinations);
+/* buffer.max.docs=0: the buffer's size in documents, from the I/O thread's
+ * view of the cluster (esbulk__core_buffer_docs); adds waiting for space
+ * look again when it grew. */
+void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs);
 
 #endif

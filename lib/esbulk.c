@@ -211,6 +211,14 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
         eb->wake_docs = fd < WAKE_DOCS ? fd : WAKE_DOCS;
         eb->wake_bytes = fb < WAKE_BYTES ? fb : WAKE_BYTES;
         eb->wake_interval_ms = esbulk__conf_int(eb->conf, ESBULK__C_FLUSH_INTERVAL_MS);
+        /* buffer.max.docs=0: sized by the seeds until the I/O thread knows
+         * the cluster (esbulk__handoff_buffer_docs) */
+        eb->max_docs = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_DOCS);
+        eb->max_docs_auto = eb->max_docs == 0;
+        if (eb->max_docs_auto)
+            eb->max_docs = esbulk__buffer_docs_for(
+                (size_t)eb->nseeds, 0,
+                (int)esbulk__conf_int(eb->conf, ESBULK__C_MAX_INFLIGHT_PER_NODE), fd);
     }
     pthread_mutex_init(&eb->lock, NULL);
     esbulk__place_init(&eb->place,
@@ -585,7 +593,6 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
                                   size_t *done, char *errstr, size_t errstr_size)
 {
     size_t max_bytes = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_BYTES);
-    size_t max_docs = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_DOCS);
     int64_t wait_ms = esbulk__conf_int(eb->conf, ESBULK__C_ENQUEUE_TIMEOUT_MS);
     int64_t dt = esbulk__conf_int(eb->conf, ESBULK__C_DELIVERY_TIMEOUT_MS);
     esbulk_err_t err = ESBULK_OK;
@@ -611,7 +618,7 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
             }
             /* one document always fits in an empty buffer */
             if ((eb->buffered_docs == 0 || eb->buffered_bytes + d->body_bytes <= max_bytes) &&
-                eb->buffered_docs + 1 <= max_docs)
+                eb->buffered_docs + 1 <= eb->max_docs)
                 break;
             /* full: what is buffered goes now rather than at flush.docs or
              * flush.interval.ms (the I/O thread sees the buffer full), this
@@ -627,7 +634,7 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
                                                                       &until) == ETIMEDOUT)) {
                 esbulk__errstr(errstr, errstr_size, "queue full: %zu documents, %zu bytes "
                                "buffered (buffer.max.docs %zu, buffer.max.bytes %zu)",
-                               eb->buffered_docs, eb->buffered_bytes, max_docs, max_bytes);
+                               eb->buffered_docs, eb->buffered_bytes, eb->max_docs, max_bytes);
                 err = ESBULK_ERR_QUEUE_FULL;
                 break;
             }
@@ -1245,6 +1252,7 @@ char *esbulk_stats_json(esbulk_t *eb)
     json_object_set_new(root, "bytes_sent", json_integer((json_int_t)eb->stats.bytes_sent));
     json_object_set_new(root, "pending", json_integer((json_int_t)eb->buffered_docs));
     json_object_set_new(root, "buffered_bytes", json_integer((json_int_t)eb->buffered_bytes));
+    json_object_set_new(root, "buffer_max_docs", json_integer((json_int_t)eb->max_docs));
     if (eb->node_stats != NULL)
         nodes = json_loads(eb->node_stats, 0, NULL);
     pthread_mutex_unlock(&eb->lock);

@@ -151,3 +151,14 @@ void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,
     eb->stats.destinations = destinations;
     pthread_mutex_unlock(&eb->lock);
 }
+
+void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs)
+{
+    pthread_mutex_lock(&eb->lock);
+    if (eb->max_docs_auto && docs != eb->max_docs) {
+        if (docs > eb->max_docs)
+            pthread_cond_broadcast(&eb->cond_space);
+        eb->max_docs = docs;
+    }
+    pthread_mutex_unlock(&eb->lock);
+}

@@ -63,6 +63,7 @@ typedef struct {
     esbulk__buf_t spare[SPARE_BUFS];
     int nspare;
     size_t spare_bytes;
+    size_t buffer_docs;         /* buffer.max.docs=0: the size last handed over */
 } io_t;
 
 /* ------------------------------------------------------------------------- */
@@ -421,11 +422,28 @@ static void wake_io(void *arg)
     esbulk__io_wakeup(arg);
 }
 
+/* buffer.max.docs=0: the buffer's size for the cluster as the core sees
+ * it now, to the adding threads when it changed (max_docs_auto is set
+ * before this thread starts). */
+static void buffer_docs(esbulk_t *eb, io_t *io)
+{
+    size_t n;
+
+    if (!eb->max_docs_auto)
+        return;
+    n = esbulk__core_buffer_docs(io->core);
+    if (n != io->buffer_docs) {
+        io->buffer_docs = n;
+        esbulk__handoff_buffer_docs(eb, n);
+    }
+}
+
 /* Answers of the topology thread into the core (before the round's
  * documents are routed). */
 static void topology_answers(esbulk_t *eb, io_t *io, int64_t now)
 {
     esbulk__fetched_t *a, *next;
+    int cluster = 0;
 
     if (io->fetch == NULL)
         return;
@@ -442,12 +460,15 @@ static void topology_answers(esbulk_t *eb, io_t *io, int64_t now)
             }
             esbulk__core_set_cluster(io->core, a->cluster, now);
             a->cluster = NULL;
+            cluster = 1;
         } else {
             esbulk__core_index_fetched(io->core, a->name, a->e, a->err, a->errstr, now);
             a->e = NULL;
         }
         esbulk__fetched_free(a);
     }
+    if (cluster)
+        buffer_docs(eb, io);
 }
 
 /* The core's wishes (a cluster read, index reads) to the topology thread
@@ -494,6 +515,7 @@ static void snapshot(esbulk_t *eb, io_t *io, int64_t now)
     json_decref(arr);
     esbulk__handoff_publish(eb, text, esbulk__core_nindices(io->core),
                             esbulk__core_ndests(io->core));
+    buffer_docs(eb, io); /* destinations come and go */
 }
 
 static void io_free(io_t *io)

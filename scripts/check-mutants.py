@@ -316,6 +316,24 @@ MUTANTS = [
      """            buf->data[buf->len++] = '\\n';""",
      """            buf->data[buf->len] = '\\n';""",
      "a body without CR or LF written without its line's newline"),
+    ("buffer-docs-no-floor", "lib/batch.c",
+     """    if (docs < ESBULK__BUFFER_DOCS_MIN)
+        docs = ESBULK__BUFFER_DOCS_MIN;""",
+     """    if (docs < 1)
+        docs = 1;""",
+     "buffer.max.docs=0 with a small flush.docs sized to a few hundred documents"),
+    ("buffer-docs-dests-not-max", "lib/batch.c",
+     """    uint64_t n = nodes > 0 ? nodes : 1, q = dests > n ? dests : n, docs;""",
+     """    uint64_t n = nodes > 0 ? nodes : 1, q = dests, docs;""",
+     "the buffer sized without a full request queued for each node before any destination exists"),
+    ("buffer-docs-unreachable-counted", "lib/core.c",
+     """            nodes += c->cluster->nodes[i].http != NULL && c->cluster->nodes[i].reachable;""",
+     """            nodes += c->cluster->nodes[i].http != NULL;""",
+     "nodes out of reach counted in the buffer's size"),
+    ("buffer-docs-conf-value", "lib/esbulk.c",
+     """                eb->buffered_docs + 1 <= eb->max_docs)""",
+     """                eb->buffered_docs + 1 <= (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_DOCS))""",
+     "the add compares with buffer.max.docs as configured (0), not the size computed"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

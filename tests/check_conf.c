@@ -22,6 +22,15 @@ START_TEST(test_defaults_and_set)
     ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://a:1,http://b:2", errstr, sizeof(errstr)),
                      ESBULK_OK);
     ck_assert_str_eq(esbulk__conf_str(conf, ESBULK__C_URLS), "http://a:1,http://b:2");
+    /* buffer.max.docs: 0 (sized by the cluster) by default, and settable back to it */
+    ck_assert_int_eq(esbulk_conf_get(conf, "buffer.max.docs", buf, sizeof(buf), &len), ESBULK_OK);
+    ck_assert_str_eq(buf, "0");
+    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", "500", errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", "0", errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "buffer.max.docs", "-1", errstr, sizeof(errstr)),
+                     ESBULK_ERR_BAD_VALUE);
     esbulk_conf_destroy(conf);
 }
 END_TEST

@@ -1569,6 +1569,68 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* buffer.max.docs=0: the buffer holds every node's requests in flight and
+ * a full request queued on each destination, twice, from the nodes the
+ * core can send to and the destinations it holds. */
+START_TEST(test_buffer_docs)
+{
+    esbulk__core_conf_t cf = base_conf();
+    const int32_t prim[6] = {0, 1, 2, 0, 1, 2};
+    esbulk__cluster_t *c2;
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    char id[16];
+    long n;
+
+    /* flush.docs 5000 and 2 in flight, the defaults */
+    ck_assert_uint_eq(esbulk__buffer_docs_for(1, 0, 2, 5000), 30000);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(1, 1, 2, 5000), 30000);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(3, 3, 2, 5000), 90000);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(1, 6, 2, 5000), 80000);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(3, 3, 4, 2000), 2 * (12 + 3) * 2000);
+    /* a small flush.docs: the floor */
+    ck_assert_uint_eq(esbulk__buffer_docs_for(3, 3, 2, 64), ESBULK__BUFFER_DOCS_MIN);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(0, 0, 0, 0), ESBULK__BUFFER_DOCS_MIN);
+    /* the ceiling, without overflow */
+    ck_assert_uint_eq(esbulk__buffer_docs_for(SIZE_MAX, SIZE_MAX, 64, 1000000),
+                      ESBULK__BUFFER_DOCS_MAX);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(1000, 0, 64, 1000000), ESBULK__BUFFER_DOCS_MAX);
+    ck_assert_uint_eq(esbulk__buffer_docs_for(1, 1, 2, SIZE_MAX), ESBULK__BUFFER_DOCS_MAX);
+
+    cf.flush.flush_docs = 5000;
+    cf.level = ESBULK__ROUTING_SHARD;
+    /* no view yet: the one seed */
+    fx_open(&cf);
+    ck_assert_uint_eq(esbulk__core_buffer_docs(fx.core), 30000);
+    fx_close();
+    /* three nodes whose addresses cannot be reached: still the seed */
+    fx_open_cluster(&cf, 1, now);
+    ck_assert_uint_eq(esbulk__core_buffer_docs(fx.core), 30000);
+    fx_close();
+    fx_open_cluster(&cf, 0, now);
+    ck_assert_uint_eq(esbulk__core_buffer_docs(fx.core), 90000);
+    /* an index of six shards, a destination each */
+    for (n = 0; n < 200; n++) {
+        snprintf(id, sizeof(id), "d%ld", n);
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, "logs", id, n, 0), now, now);
+    }
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    esbulk__core_index_fetched(fx.core, "logs",
+                               index_new("logs", ESBULK__IDX_OK, 6, prim, fx.cluster), ESBULK_OK,
+                               NULL, now);
+    ck_assert_uint_eq(esbulk__core_ndests(fx.core), 6);
+    ck_assert_uint_eq(esbulk__core_buffer_docs(fx.core), 2 * (3 * 2 + 6) * 5000);
+    /* a node out of reach does not count */
+    c2 = cluster_new(3, NODES3);
+    c2->nodes[2].reachable = 0;
+    esbulk__core_set_cluster(fx.core, c2, now + 1);
+    ck_assert_uint_eq(esbulk__core_buffer_docs(fx.core), 2 * (2 * 2 + 6) * 5000);
+    while ((s = esbulk__core_next_send(fx.core, 1, now + 1)) != NULL)
+        answer_items(s, NULL, now + 1);
+    fx_close();
+}
+END_TEST
+
 /* Bounded state: destinations and index entries unused for
  * topology.idle.ms are freed; an index used again is read again. */
 START_TEST(test_idle_state_freed)
@@ -2005,6 +2067,7 @@ int main(void)
     tcase_add_test(tc, test_unsent_outcome_names_last_attempt);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_idle_state_freed);
+    tcase_add_test(tc, test_buffer_docs);
     tcase_add_test(tc, test_seeds_only_and_unknown_index);
     tcase_add_test(tc, test_unrouted_leaves_a_slot);
     tcase_add_test(tc, test_requests_keep_their_arrays);

@@ -399,6 +399,56 @@ START_TEST(test_add_errors)
 }
 END_TEST
 
+/* The buffer's size in the statistics (-1: absent). */
+static long stat_max_docs(esbulk_t *eb)
+{
+    char *stats = esbulk_stats_json(eb);
+    json_t *st = json_loads(stats, 0, NULL), *v = json_object_get(st, "buffer_max_docs");
+    long n = json_is_integer(v) ? (long)json_integer_value(v) : -1;
+
+    json_decref(st);
+    esbulk_free(stats);
+    return n;
+}
+
+/* buffer.max.docs left at 0: sized by the nodes (here the one seed, the
+ * cluster unreadable) as esbulk__buffer_docs_for says, and enforced as a
+ * set value is. */
+START_TEST(test_buffer_sized_by_cluster)
+{
+    esbulk_t *eb = dead_handle_b("0", "0", "100", "100000");
+    esbulk_conf_t *conf;
+    int i;
+
+    /* flush.docs 100000 (dead_handle_b): 2 x (1 x 2 in flight + 1) x 100000 */
+    ck_assert_int_eq(stat_max_docs(eb), 600000);
+    esbulk_destroy(eb);
+
+    conf = esbulk_conf_new();
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "2000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.ms", "100000", NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.max.ms", "100000", NULL, 0), 0);
+    eb = counted_handle(conf);
+    ck_assert_int_eq(stat_max_docs(eb), 12000);
+    for (i = 0; i < 12000; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(add_one(eb, 12000), ESBULK_ERR_QUEUE_FULL);
+    ck_assert_int_eq(esbulk_pending(eb), 12000);
+    ck_assert_int_eq(esbulk_close(eb, 0), ESBULK_ERR_TIMED_OUT);
+    ck_assert_int_eq(results_seen, 12000);
+    ck_assert_int_eq(closed_seen, 12000);
+    esbulk_destroy(eb);
+
+    /* a value set stays */
+    eb = dead_handle("10", "0", "0");
+    ck_assert_int_eq(stat_max_docs(eb), 10);
+    esbulk_destroy(eb);
+}
+END_TEST
+
 START_TEST(test_queue_full_at_once)
 {
     /* retries far apart: nothing is delivered before the close */
@@ -1545,6 +1595,7 @@ int main(void)
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_queue_full_at_once);
+    tcase_add_test(handle, test_buffer_sized_by_cluster);
     tcase_add_test(handle, test_queue_full_after_timeout);
     tcase_add_test(handle, test_full_buffer_sends_now);
     tcase_add_test(handle, test_interval_wakes_sleeping_io);

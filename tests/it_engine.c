@@ -209,6 +209,22 @@ static void volume(const char *level, const char *mode, size_t n)
     if (strcmp(level, "off") != 0)
         check(stat(st, "unrouted") == 0, "%s/%s: every document routed (unrouted %ld)", level,
               mode, stat(st, "unrouted"));
+    {
+        /* buffer.max.docs left at 0: sized by the cluster's nodes (their
+         * HTTP addresses reachable here) and the destinations */
+        json_t *nodes = must("GET", "/_nodes/http", NULL);
+        long nn = (long)json_object_size(json_object_get(nodes, "nodes"));
+        long dests = stat(st, "destinations"), q = dests > nn ? dests : nn;
+        long want = 2 * (nn * 2 + q) * 500;
+
+        json_decref(nodes);
+        if (want < 10000)
+            want = 10000;
+        check(nn >= 3 && stat(st, "buffer_max_docs") == want,
+              "%s/%s: buffer.max.docs sized by the cluster: %ld for %ld nodes and %ld "
+              "destinations (%ld expected)", level, mode, stat(st, "buffer_max_docs"), nn, dests,
+              want);
+    }
     if (strcmp(mode, "noids") == 0)
         check(strlen(seen[0].id) == 20 && strlen(seen[n - 1].id) == 20,
               "%s/%s: results carry the generated 20-character ids (%s)", level, mode, seen[0].id);

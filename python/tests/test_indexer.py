@@ -25,7 +25,10 @@ def test_100k_documents_each_exactly_one_result(url, make_index):
             failed.append(r)
 
     t0 = time.monotonic()
-    with esbulk.Indexer(url, on_result=on_result, flush_docs=2000) as ix:
+    # block: the adds outrun the cluster, and the buffer (sized by the
+    # cluster: 36,000 documents here) fills; a full one serves results
+    # until there is room instead of raising QueueFullError
+    with esbulk.Indexer(url, on_result=on_result, flush_docs=2000, block=True) as ix:
         for start in range(0, N, 1000):
             ids = [str(i) for i in range(start, start + 1000)]
             added = ix.add_many(index, [{"n": i, "s": "doc %d" % i}
