@@ -232,7 +232,10 @@ type BulkIndexerConfig struct {
 	// (delivery.timeout.ms).
 	DeliveryTimeout time.Duration
 	// BufferMaxBytes and BufferMaxDocs bound what is buffered; Add blocks
-	// while they are reached (buffer.max.bytes, buffer.max.docs).
+	// while they are reached (buffer.max.bytes, buffer.max.docs). Zero
+	// keeps the library's default: 256 MiB, and a document count sized by
+	// the cluster (twice what keeps every node's requests in flight with a
+	// full one queued per destination, at least 10,000).
 	BufferMaxBytes int64
 	BufferMaxDocs  int64
 
