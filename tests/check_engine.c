@@ -296,12 +296,12 @@ static esbulk_t *counted_handle(esbulk_conf_t *conf)
     return eb;
 }
 
-static esbulk_t *dead_handle_b(const char *max_docs, const char *enqueue_ms, const char *retry_max,
-                               const char *backoff_ms)
+/* dead_handle_b's configuration, for a test to change before the handle. */
+static esbulk_conf_t *dead_conf(const char *max_docs, const char *enqueue_ms, const char *retry_max,
+                                const char *backoff_ms)
 {
     esbulk_conf_t *conf = esbulk_conf_new();
     char errstr[256];
-    esbulk_t *eb;
 
     ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", errstr, sizeof(errstr)), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
@@ -312,8 +312,13 @@ static esbulk_t *dead_handle_b(const char *max_docs, const char *enqueue_ms, con
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.max", retry_max, NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.ms", backoff_ms, NULL, 0), 0);
     ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.max.ms", backoff_ms, NULL, 0), 0);
-    eb = counted_handle(conf);
-    return eb;
+    return conf;
+}
+
+static esbulk_t *dead_handle_b(const char *max_docs, const char *enqueue_ms, const char *retry_max,
+                               const char *backoff_ms)
+{
+    return counted_handle(dead_conf(max_docs, enqueue_ms, retry_max, backoff_ms));
 }
 
 static esbulk_t *dead_handle(const char *max_docs, const char *enqueue_ms, const char *retry_max)
@@ -399,6 +404,23 @@ START_TEST(test_add_errors)
 }
 END_TEST
 
+/* Adds n documents to eb, whose buffer takes exactly n and which delivers
+ * nothing before its close (a dead port, retries far apart): the next add
+ * meets QUEUE_FULL at once, and the close that times out gives each
+ * accepted document exactly one result, closed. */
+static void fill_then_close(esbulk_t *eb, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    ck_assert_int_eq(add_one(eb, n), ESBULK_ERR_QUEUE_FULL);
+    ck_assert_int_eq(esbulk_pending(eb), n);
+    ck_assert_int_eq(esbulk_close(eb, 300), ESBULK_ERR_TIMED_OUT);
+    ck_assert_int_eq(results_seen, n);
+    ck_assert_int_eq(closed_seen, n);
+}
+
 /* The buffer's size in the statistics (-1: absent). */
 static long stat_max_docs(esbulk_t *eb)
 {
@@ -418,28 +440,16 @@ START_TEST(test_buffer_sized_by_cluster)
 {
     esbulk_t *eb = dead_handle_b("0", "0", "100", "100000");
     esbulk_conf_t *conf;
-    int i;
 
     /* flush.docs 100000 (dead_handle_b): 2 x (1 x 2 in flight + 1) x 100000 */
     ck_assert_int_eq(stat_max_docs(eb), 600000);
     esbulk_destroy(eb);
 
-    conf = esbulk_conf_new();
-    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "connect.timeout.ms", "200", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "flush.interval.ms", "600000", NULL, 0), 0);
+    conf = dead_conf("0", "0", "100", "100000");
     ck_assert_int_eq(esbulk_conf_set(conf, "flush.docs", "2000", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.ms", "100000", NULL, 0), 0);
-    ck_assert_int_eq(esbulk_conf_set(conf, "retry.backoff.max.ms", "100000", NULL, 0), 0);
     eb = counted_handle(conf);
     ck_assert_int_eq(stat_max_docs(eb), 12000);
-    for (i = 0; i < 12000; i++)
-        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
-    ck_assert_int_eq(add_one(eb, 12000), ESBULK_ERR_QUEUE_FULL);
-    ck_assert_int_eq(esbulk_pending(eb), 12000);
-    ck_assert_int_eq(esbulk_close(eb, 0), ESBULK_ERR_TIMED_OUT);
-    ck_assert_int_eq(results_seen, 12000);
-    ck_assert_int_eq(closed_seen, 12000);
+    fill_then_close(eb, 12000);
     esbulk_destroy(eb);
 
     /* a value set stays */
@@ -453,16 +463,8 @@ START_TEST(test_queue_full_at_once)
 {
     /* retries far apart: nothing is delivered before the close */
     esbulk_t *eb = dead_handle_b("10", "0", "100", "100000");
-    int i;
 
-    for (i = 0; i < 10; i++)
-        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
-    ck_assert_int_eq(add_one(eb, 10), ESBULK_ERR_QUEUE_FULL);
-    ck_assert_int_eq(esbulk_pending(eb), 10);
-    ck_assert_int_eq(esbulk_close(eb, 300), ESBULK_ERR_TIMED_OUT);
-    /* close: every accepted document got exactly one result */
-    ck_assert_int_eq(results_seen, 10);
-    ck_assert_int_eq(closed_seen, 10);
+    fill_then_close(eb, 10);
     ck_assert_int_eq(failed_seen, 10);
     ck_assert_int_eq(wrong_thread, 0);
     {
