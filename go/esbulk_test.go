@@ -163,6 +163,10 @@ func TestHundredThousand(t *testing.T) {
 	if len(st.Nodes) < 3 {
 		t.Errorf("stats: %d nodes, want the 3 of the cluster: %+v", len(st.Nodes), st.Nodes)
 	}
+	// BufferMaxDocs left at 0: sized by the cluster, never below 10,000
+	if st.BufferMaxDocs < 10000 {
+		t.Errorf("stats: buffer of %d items, want the library's size (at least 10000)", st.BufferMaxDocs)
+	}
 }
 
 func i64(v int64) *int64 { return &v }
@@ -332,6 +336,9 @@ func TestAddFullBufferContext(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := bi.Stats().BufferMaxDocs; got != 3 {
+		t.Errorf("stats: buffer of %d items, want the 3 set", got)
 	}
 	ty := newTally(5)
 	addN(t, bi, ty, 3)

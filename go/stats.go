@@ -16,6 +16,7 @@ type statsJSON struct {
 	Requests uint64 `json:"requests"`
 	Retried  uint64 `json:"retried"`
 	Pending  int64  `json:"pending"`
+	MaxDocs  int64  `json:"buffer_max_docs"`
 	Nodes    []struct {
 		URL        string  `json:"url"`
 		Name       *string `json:"name"`
@@ -62,6 +63,7 @@ func (b *indexer) Stats() BulkIndexerStats {
 	if raw != nil && json.Unmarshal(raw, &sj) == nil {
 		st.NumRequests = sj.Requests
 		st.NumRetried = sj.Retried
+		st.BufferMaxDocs = sj.MaxDocs
 		for _, n := range sj.Nodes {
 			ns := NodeStats{URL: n.URL, Seed: n.Seed, QueuedDocs: n.QueuedDocs,
 				Inflight: n.Inflight, Requests: n.Requests, Errors: n.Errors, Down: n.Down,

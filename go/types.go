@@ -260,6 +260,9 @@ type BulkIndexerStats struct {
 	NumRetried  uint64 // retries scheduled
 	NumPossibly uint64 // items whose outcome is not known (OutcomePossibly)
 	Pending     int64  // items accepted whose callback has not run yet
+	// BufferMaxDocs is the most items the buffer takes: the config's
+	// BufferMaxDocs, or the size libesbulk computed from the cluster.
+	BufferMaxDocs int64
 	// Nodes holds one entry per HTTP endpoint used or known.
 	Nodes []NodeStats
 }
