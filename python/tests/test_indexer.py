@@ -45,6 +45,11 @@ def test_100k_documents_each_exactly_one_result(url, make_index):
     assert len(seen) == N and set(seen.values()) == {1}
     assert set(seen) == set(range(N))
     assert st["indexed"] == N and st["pending"] == 0
+    # buffer.max.docs left at 0: 2 x (nodes x 2 in flight + max(nodes,
+    # destinations)) x flush.docs, at least 10,000
+    nodes = sum(1 for nd in st["nodes"] if not nd["seed"])
+    assert nodes >= 3
+    assert st["buffer_max_docs"] == max(10000, 2 * (nodes * 2 + max(nodes, st["destinations"])) * 2000)
     assert count(index) == N
 
 
