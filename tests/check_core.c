@@ -917,6 +917,21 @@ static esbulk__doc_t *doc_in_block(esbulk__docmem_t *dm, const char *id, long n)
     return d;
 }
 
+/* Documents d0..d(k-1), numbered 0..k-1, in one block of dm, added to the
+ * core at now (into d[]). */
+static void add_in_block(esbulk__docmem_t *dm, esbulk__doc_t **d, long k, int64_t now)
+{
+    long n;
+
+    for (n = 0; n < k; n++) {
+        char id[24];
+
+        snprintf(id, sizeof(id), "d%ld", n);
+        d[n] = doc_in_block(dm, id, n);
+        esbulk__core_add(fx.core, d[n], now, now);
+    }
+}
+
 /* A document waiting for a retry moves its lines out of the shared block,
  * so that a few slow documents do not hold many blocks; the retry sends the
  * same bytes. The others keep theirs there. */
@@ -929,17 +944,10 @@ START_TEST(test_retry_moves_lines_out_of_block)
     esbulk__send_t *s;
     int64_t now = 1000;
     char want[128];
-    long n;
 
     cf.level = ESBULK__ROUTING_OFF;
     fx_open(&cf);
-    for (n = 0; n < 3; n++) {
-        char id[8];
-
-        snprintf(id, sizeof(id), "d%ld", n);
-        d[n] = doc_in_block(dm, id, n);
-        esbulk__core_add(fx.core, d[n], now, now);
-    }
+    add_in_block(dm, d, 3, now);
     snprintf(want, sizeof(want), "%.*s", (int)d[1]->lines_len, d[1]->lines);
     s = must_send(1, now);
     ck_assert_uint_eq(s->ndocs, 3);
@@ -982,14 +990,9 @@ static void delivered_lines_run(int keep_body)
     cf.level = ESBULK__ROUTING_OFF;
     cf.keep_body = keep_body;
     fx_open(&cf);
-    for (n = 0; n < 3; n++) {
-        char id[8];
-
-        snprintf(id, sizeof(id), "d%ld", n);
-        d[n] = doc_in_block(dm, id, n);
+    add_in_block(dm, d, 3, now);
+    for (n = 0; n < 3; n++)
         held += d[n]->body_bytes;
-        esbulk__core_add(fx.core, d[n], now, now);
-    }
     s = must_send(1, now);
     ck_assert_uint_eq(s->ndocs, 3);
     answer_items(s, st, now);
