@@ -4,7 +4,9 @@
  * One thread reads the input line by line and calls esbulk_add(); results
  * come back through the result callback, which libesbulk runs only inside
  * esbulk_poll()/esbulk_flush()/esbulk_close() on this same thread, so the
- * counters and the failure files need no locking.
+ * counters and the failure files need no locking. Only the log callback
+ * runs on the library's threads: it writes under stderr's lock (on_log).
+ * The handle is made at the first document (start_engine).
  *
  * Each accepted document carries a small malloc'ed record (line number,
  * action fields and, with --failed, a copy of its source line) as its
@@ -32,6 +34,8 @@
 #define MAX_URLS 64
 #define MAX_SETS 128
 #define SHOWN_FAILURES 20  /* failures printed in detail on stderr */
+#define LOG_RECENT 8       /* the library's messages remembered, not repeated */
+#define LOG_REPEAT_NS (60 * 1000000000LL) /* ... within this long */
 #define POLL_EVERY 1000    /* lines between esbulk_poll(eb, 0) calls */
 #define PROGRESS_NS 250000000LL
 
@@ -182,6 +186,11 @@ typedef struct {
     struct timespec t0;
     int64_t last_progress_ns;
     int progress_shown;
+    const esbulk_conf_t *conf; /* what start_engine() makes the handle from */
+    int engine_failed;         /* start_engine() could not make it (said) */
+    /* the library's messages said lately (on_log; under stderr's lock) */
+    uint64_t log_hash[LOG_RECENT];
+    int64_t log_ns[LOG_RECENT];
     /* where reading stopped (the message after an interruption) */
     uint32_t at_input;
     uint64_t at_line;
@@ -271,6 +280,7 @@ static void show_progress(load_t *L, int force)
     if (!force && now - L->last_progress_ns < PROGRESS_NS)
         return;
     L->last_progress_ns = now;
+    flockfile(stderr); /* one piece: on_log writes from other threads */
     el = elapsed_s(L);
     /* Lines read move from the start; results come only after the first
      * flush (up to flush.interval.ms later, plus the request). */
@@ -295,6 +305,7 @@ static void show_progress(load_t *L, int force)
         }
     }
     fputs("\033[K", stderr);
+    funlockfile(stderr);
     L->progress_shown = 1;
 }
 
@@ -431,6 +442,44 @@ static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
     return rec;
 }
 
+/* The library's warnings and errors (a node down, the cluster not readable),
+ * on stderr as they happen: without them a load against a wrong URL or a
+ * dead cluster said nothing until its documents ran out of retries. A
+ * message said in the last LOG_REPEAT_NS is not said again (the library
+ * repeats them at every retry; digits, such as a connect time, do not make
+ * one new). Called on the library's threads: stderr's lock, which
+ * show_progress() holds too, guards the line and the recent messages; the
+ * progress line is cleared first (the next one redraws it). */
+static void on_log(int32_t level, const char *facility, const char *message, void *opaque)
+{
+    load_t *L = opaque;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a, digits left out */
+    int64_t now = now_ns();
+    const char *p;
+    int i, oldest = 0;
+
+    (void)facility;
+    if (level > ESBULK_LOG_WARNING)
+        return;
+    for (p = message; *p != '\0'; p++)
+        if (*p < '0' || *p > '9')
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    flockfile(stderr);
+    for (i = 0; i < LOG_RECENT; i++) {
+        if (L->log_hash[i] == h && now - L->log_ns[i] < LOG_REPEAT_NS) {
+            funlockfile(stderr);
+            return;
+        }
+        if (L->log_ns[i] < L->log_ns[oldest])
+            oldest = i;
+    }
+    L->log_hash[oldest] = h;
+    L->log_ns[oldest] = now;
+    fprintf(stderr, "%sesbulk load: %s: %s\n", L->progress ? "\r\033[K" : "",
+            level == ESBULK_LOG_WARNING ? "warning" : "error", message);
+    funlockfile(stderr);
+}
+
 static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
 {
     load_t *L = opaque;
@@ -489,8 +538,34 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
     free(rec);
 }
 
+/* Makes the handle, when the first document is to be added: until then
+ * nothing contacts the cluster, so that bad usage found in the input (ndjson
+ * without --index) ends with its message alone. 0, or -1 after a message.
+ * The library's threads start with SIGINT and SIGTERM blocked: the signals
+ * come to this thread. */
+static int start_engine(load_t *L)
+{
+    char errstr[512];
+    sigset_t block, old;
+
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    L->eb = esbulk_new(L->conf, errstr, sizeof(errstr));
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (L->eb == NULL) {
+        clear_progress(L);
+        fprintf(stderr, "esbulk load: %s\n", errstr);
+        L->engine_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
 /* Adds one document (body NULL for delete). Refusals are reported as
- * failures. Returns 0, or -1 when interrupted before it was accepted. */
+ * failures. Returns 0, -1 when interrupted before it was accepted, or -2
+ * when the handle could not be made (said). */
 static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_op_t op,
                    const char *index, const char *id, size_t id_len, const char *routing,
                    size_t routing_len, const char *body, size_t body_len)
@@ -500,6 +575,8 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     rec_t *rec;
     failure_t f;
 
+    if (L->eb == NULL && start_engine(L) != 0)
+        return -2;
     L->read_docs++;
     rec = rec_new(L, input, line, bytes, op, index, id, id_len, routing, routing_len, body,
                   body_len);
@@ -949,7 +1026,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         L->bytes_read += (uint64_t)got;
         L->at_input = input;
         L->at_line = lineno;
-        if (lineno % POLL_EVERY == 0)
+        if (lineno % POLL_EVERY == 0 && L->eb != NULL)
             esbulk_poll(L->eb, 0);
         if ((lineno & 63) == 0)
             show_progress(L, 0);
@@ -1211,7 +1288,7 @@ int esbulk_cmd_load(int argc, char **argv)
     char *urlbuf = NULL, errstr[512], *stats_text;
     esbulk_conf_t *conf = NULL;
     json_t *stats = NULL;
-    sigset_t block, old;
+    esbulk_topology_t *topo;
     struct sigaction sa, old_int, old_term;
     int handlers = 0;
     load_t L;
@@ -1375,7 +1452,10 @@ int esbulk_cmd_load(int argc, char **argv)
     }
     L.gen_ids = !conf_is(conf, "id.generate", "none");
     esbulk_conf_set_result_cb(conf, on_result);
+    esbulk_conf_set_log_cb(conf, on_log);
     esbulk_conf_set_opaque(conf, &L);
+    /* before the library's threads start: on_log reads it */
+    L.progress = !L.quiet && isatty(2);
 
     if (L.failed_path != NULL) {
         size_t len = strlen(L.failed_path);
@@ -1395,18 +1475,15 @@ int esbulk_cmd_load(int argc, char **argv)
         }
     }
 
-    /* The I/O thread inherits this mask: signals come to this thread. */
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    L.eb = esbulk_new(conf, errstr, sizeof(errstr));
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (L.eb == NULL) {
+    /* The URLs and settings are checked now (a topology does no I/O until
+     * asked); the handle is made at the first document (start_engine). */
+    if ((topo = esbulk_topology_new(conf, errstr, sizeof(errstr))) == NULL) {
         fprintf(stderr, "esbulk load: %s\n", errstr);
         rc = EXIT_USAGE;
         goto out;
     }
+    esbulk_topology_destroy(topo);
+    L.conf = conf;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sa.sa_flags = (int)SA_RESETHAND; /* a second signal ends the process */
@@ -1415,7 +1492,6 @@ int esbulk_cmd_load(int argc, char **argv)
     sigaction(SIGTERM, &sa, &old_term);
     handlers = 1;
 
-    L.progress = !L.quiet && isatty(2);
     clock_gettime(CLOCK_MONOTONIC, &L.t0);
     L.last_progress_ns = now_ns();
 
@@ -1441,6 +1517,11 @@ int esbulk_cmd_load(int argc, char **argv)
             break;
         }
     }
+    if (L.engine_failed) {
+        /* esbulk_new refused the configuration (said): as bad usage */
+        rc = EXIT_USAGE;
+        goto out;
+    }
     if (fatal == EXIT_USAGE && L.read_docs == 0) {
         /* nothing was read (--index missing): the message and the usage are
          * all there is to say, no "0 documents read" summary */
@@ -1450,22 +1531,26 @@ int esbulk_cmd_load(int argc, char **argv)
     if (interrupted) {
         clear_progress(&L);
         fprintf(stderr, "esbulk load: interrupted after line %" PRIu64 " of %s (the rest of "
-                "the input is not read); waiting up to 5 s for the documents in flight\n",
-                L.at_line, input_name(&L, L.at_input));
-        esbulk_close(L.eb, 5000);
-    } else {
+                "the input is not read)%s\n", L.at_line, input_name(&L, L.at_input),
+                L.eb != NULL ? "; waiting up to 5 s for the documents in flight" : "");
+        if (L.eb != NULL)
+            esbulk_close(L.eb, 5000);
+    } else if (L.eb != NULL) {
         /* flush in slices to keep the progress line moving */
         while (esbulk_flush(L.eb, 250) == ESBULK_ERR_TIMED_OUT && !interrupted)
             show_progress(&L, 1);
         esbulk_close(L.eb, interrupted ? 5000 : -1);
     }
     el = elapsed_s(&L);
-    stats_text = esbulk_stats_json(L.eb);
-    if (stats_text != NULL)
-        stats = json_loads(stats_text, 0, NULL);
-    esbulk_free(stats_text);
-    esbulk_destroy(L.eb);
-    L.eb = NULL;
+    if (L.eb != NULL) {
+        /* (no document, no handle: nothing was sent) */
+        stats_text = esbulk_stats_json(L.eb);
+        if (stats_text != NULL)
+            stats = json_loads(stats_text, 0, NULL);
+        esbulk_free(stats_text);
+        esbulk_destroy(L.eb);
+        L.eb = NULL;
+    }
 
     print_summary(&L, stats, el);
     if (L.show_stats && stats != NULL)
