@@ -14,6 +14,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "esbulk_load.h"
+#include "logonce.h"
 
 #include <esbulk.h>
 
@@ -34,8 +35,7 @@
 #define MAX_URLS 64
 #define MAX_SETS 128
 #define SHOWN_FAILURES 20  /* failures printed in detail on stderr */
-#define LOG_RECENT 8       /* the library's messages remembered, not repeated */
-#define LOG_REPEAT_NS (60 * 1000000000LL) /* ... within this long */
+#define LOG_REPEAT_NS (60 * 1000000000LL) /* a library message said again after */
 #define POLL_EVERY 1000    /* lines between esbulk_poll(eb, 0) calls */
 #define PROGRESS_NS 250000000LL
 
@@ -188,9 +188,8 @@ typedef struct {
     int progress_shown;
     const esbulk_conf_t *conf; /* what start_engine() makes the handle from */
     int engine_failed;         /* start_engine() could not make it (said) */
-    /* the library's messages said lately (on_log; under stderr's lock) */
-    uint64_t log_hash[LOG_RECENT];
-    int64_t log_ns[LOG_RECENT];
+    logonce_t logs;            /* the library's messages said lately (on_log; under
+                                * stderr's lock) */
     /* where reading stopped (the message after an interruption) */
     uint32_t at_input;
     uint64_t at_line;
@@ -444,39 +443,22 @@ static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
 
 /* The library's warnings and errors (a node down, the cluster not readable),
  * on stderr as they happen: without them a load against a wrong URL or a
- * dead cluster said nothing until its documents ran out of retries. A
- * message said in the last LOG_REPEAT_NS is not said again (the library
- * repeats them at every retry; digits, such as a connect time, do not make
- * one new). Called on the library's threads: stderr's lock, which
- * show_progress() holds too, guards the line and the recent messages; the
- * progress line is cleared first (the next one redraws it). */
+ * dead cluster said nothing until its documents ran out of retries. Each
+ * at most once a minute (logonce.h). Called on the library's threads:
+ * stderr's lock, which show_progress() holds too, guards the line and the
+ * messages said; the progress line is cleared first (the next one redraws
+ * it). */
 static void on_log(int32_t level, const char *facility, const char *message, void *opaque)
 {
     load_t *L = opaque;
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a, digits left out */
-    int64_t now = now_ns();
-    const char *p;
-    int i, oldest = 0;
 
     (void)facility;
     if (level > ESBULK_LOG_WARNING)
         return;
-    for (p = message; *p != '\0'; p++)
-        if (*p < '0' || *p > '9')
-            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     flockfile(stderr);
-    for (i = 0; i < LOG_RECENT; i++) {
-        if (L->log_hash[i] == h && now - L->log_ns[i] < LOG_REPEAT_NS) {
-            funlockfile(stderr);
-            return;
-        }
-        if (L->log_ns[i] < L->log_ns[oldest])
-            oldest = i;
-    }
-    L->log_hash[oldest] = h;
-    L->log_ns[oldest] = now;
-    fprintf(stderr, "%sesbulk load: %s: %s\n", L->progress ? "\r\033[K" : "",
-            level == ESBULK_LOG_WARNING ? "warning" : "error", message);
+    if (logonce_new(&L->logs, message, now_ns(), LOG_REPEAT_NS))
+        fprintf(stderr, "%sesbulk load: %s: %s\n", L->progress ? "\r\033[K" : "",
+                level == ESBULK_LOG_WARNING ? "warning" : "error", message);
     funlockfile(stderr);
 }
 

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "job.h"
+#include "../examples/logonce.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -103,6 +104,7 @@ static int progress_shown;
 
 void esm_log(const char *fmt, ...)
 {
+    flockfile(stderr); /* one piece: on_lib_log writes from the library's threads */
     if (progress_shown) {
         fputs("\r\033[K", stderr);
         progress_shown = 0;
@@ -113,6 +115,29 @@ void esm_log(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+    funlockfile(stderr);
+}
+
+/* The library's warnings and errors (a node down, the cluster not
+ * readable), as they happen, each at most once a minute (logonce.h): a job
+ * whose cluster went away said nothing until its documents ran out of
+ * retries. Called on the library's threads: stderr's lock guards the line
+ * and lib_logs. lib_log_clear (set before the library's threads start)
+ * clears a progress line first. */
+static logonce_t lib_logs;
+static int lib_log_clear;
+
+static void on_lib_log(int32_t level, const char *facility, const char *message, void *opaque)
+{
+    (void)facility;
+    (void)opaque;
+    if (level > ESBULK_LOG_WARNING)
+        return;
+    flockfile(stderr);
+    if (logonce_new(&lib_logs, message, esm_now_ns(), 60 * 1000000000LL))
+        fprintf(stderr, "%sesbulk-mysql: %s: %s\n", lib_log_clear ? "\r\033[K" : "",
+                level == ESBULK_LOG_WARNING ? "warning" : "error", message);
+    funlockfile(stderr);
 }
 
 int esm_query(esm_job_t *job, MYSQL *db, const char *sql)
@@ -472,6 +497,7 @@ static void show_progress(esm_job_t *job, int final)
     else if (total && rows < total && rows > 0)
         snprintf(extra, sizeof(extra), ", ~%.0f%%, ETA %.0f s", 100.0 * (double)rows / (double)total,
                  secs * (double)(total - rows) / (double)rows);
+    flockfile(stderr);
     fprintf(stderr, "\r\033[K%" PRIu64 " rows, %.0f rows/s, %" PRIu64 " failed%s", rows,
             secs > 0 ? (double)rows / secs : 0.0, job->docs_failed + job->rows_unmappable, extra);
     progress_shown = 1;
@@ -479,6 +505,7 @@ static void show_progress(esm_job_t *job, int final)
         fputc('\n', stderr);
         progress_shown = 0;
     }
+    funlockfile(stderr);
 }
 
 void esm_serve(esm_job_t *job, int wait_ms, int force_state)
@@ -1540,7 +1567,9 @@ int main(int argc, char **argv)
             }
         }
         esbulk_conf_set_result_cb(conf, on_result);
+        esbulk_conf_set_log_cb(conf, on_lib_log);
         esbulk_conf_set_opaque(conf, job);
+        lib_log_clear = job->progress;
         /* the engine's threads never take SIGINT/SIGTERM: this thread does,
          * so that a blocking MySQL read returns (EINTR) and the flag is seen */
         sigset_t stops, old;
