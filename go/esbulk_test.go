@@ -664,3 +664,54 @@ func TestCloseRacingAdds(t *testing.T) {
 		t.Errorf("index count %d, successes %d", c, ty.ok.Load())
 	}
 }
+
+// OnLog: against a port nobody listens on, libesbulk's warnings that say so
+// reach OnLog on the result goroutine (the library never calls into Go),
+// with their level and facility.
+func TestOnLog(t *testing.T) {
+	url := closedPort(t)
+	type line struct {
+		level             int
+		facility, message string
+	}
+	var mu sync.Mutex
+	var lines []line
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
+		Addresses: []string{url},
+		OnLog: func(level int, facility, message string) {
+			mu.Lock()
+			lines = append(lines, line{level, facility, message})
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Index: "go-esbulk-nowhere",
+		DocumentID: "1", Body: strings.NewReader(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(url, "http://")
+	found := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if l.level == esbulk.LogWarning && l.facility != "" &&
+				strings.Contains(l.message, host) && strings.Contains(l.message, "onnect") {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); !found() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_ = bi.Close(ctx)
+	if !found() {
+		mu.Lock()
+		t.Errorf("no warning naming %s in %d lines: %v", host, len(lines), lines)
+		mu.Unlock()
+	}
+}

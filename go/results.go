@@ -55,7 +55,11 @@ func (b *indexer) run() {
 	res := (*C.esbgo_res)(C.malloc(C.size_t(pollBatch) * C.size_t(unsafe.Sizeof(C.esbgo_res{}))))
 	defer C.free(unsafe.Pointer(out))
 	defer C.free(unsafe.Pointer(res))
-	d := drainer{b: b, out: out, res: res}
+	logFac := (*C.char)(C.malloc(logFacilityBytes))
+	logMsg := (*C.char)(C.malloc(logMessageBytes))
+	defer C.free(unsafe.Pointer(logFac))
+	defer C.free(unsafe.Pointer(logMsg))
+	d := drainer{b: b, out: out, res: res, logFac: logFac, logMsg: logMsg}
 	for {
 		select {
 		case c := <-b.cmds:
@@ -71,9 +75,30 @@ func (b *indexer) run() {
 }
 
 type drainer struct {
-	b   *indexer
-	out **C.esbulk_result_t
-	res *C.esbgo_res
+	b      *indexer
+	out    **C.esbulk_result_t
+	res    *C.esbgo_res
+	logFac *C.char // esbulk_log_take's buffers
+	logMsg *C.char
+}
+
+const (
+	logFacilityBytes = 32
+	logMessageBytes  = 1024
+)
+
+// takeLog hands the library's log lines kept since the last pull to
+// OnLog, on this goroutine (the library never calls into Go). Without
+// OnLog they stay in the handle, which keeps the last 64.
+func (d *drainer) takeLog() {
+	onLog := d.b.cfg.OnLog
+	if onLog == nil {
+		return
+	}
+	var level C.int32_t
+	for C.esbulk_log_take(d.b.eb, &level, d.logFac, logFacilityBytes, d.logMsg, logMessageBytes) == 1 {
+		onLog(int(level), C.GoString(d.logFac), C.GoString(d.logMsg))
+	}
 }
 
 // pull takes one batch (waiting up to wait for the first result), releases
@@ -81,6 +106,7 @@ type drainer struct {
 func (d *drainer) pull(wait time.Duration) int {
 	b := d.b
 	n := int(C.esbulk_poll_results(b.eb, d.out, pollBatch, C.int32_t(wait.Milliseconds())))
+	d.takeLog()
 	if n <= 0 {
 		return 0
 	}

@@ -175,6 +175,15 @@ type BulkIndexerConfig struct {
 	// is a *BatchError naming how many items and the first error. Each of
 	// those items also gets its OnFailure.
 	OnError func(context.Context, error)
+	// OnLog gets libesbulk's log lines on the result goroutine, as results
+	// are pulled: warnings such as a node that cannot be reached and is
+	// marked down, or a cluster or index that cannot be read, and notices
+	// (at most log.level, default LogInfo). level is one of LogErr,
+	// LogWarning, LogNotice, LogInfo, LogDebug; facility a short word such
+	// as "topology". nil: the lines are dropped (the handle keeps the last
+	// 64 it was not asked for). The library never calls into Go: the lines
+	// wait in the handle until this goroutine takes them.
+	OnLog func(level int, facility, message string)
 	// OnFlushStart and OnFlushEnd are called around each Flush and around
 	// the flush of Close (libesbulk sends its requests by itself, per
 	// node: there is no per-request hook).
@@ -283,3 +292,13 @@ type NodeStats struct {
 	LatencyP95 time.Duration
 	LatencyP99 time.Duration
 }
+
+// The levels of BulkIndexerConfig.OnLog's lines (syslog numbering, as
+// libesbulk's ESBULK_LOG_*).
+const (
+	LogErr     = 3
+	LogWarning = 4
+	LogNotice  = 5
+	LogInfo    = 6
+	LogDebug   = 7
+)

@@ -507,6 +507,21 @@ ESBULK_EXTERN int32_t esbulk_poll_results(esbulk_t *eb, const esbulk_result_t **
  * calls are), never while another thread reads the batch. */
 ESBULK_EXTERN esbulk_err_t esbulk_results_release(esbulk_t *eb);
 
+/* Takes the oldest log line a handle made without a log callback kept (the
+ * default: such a handle keeps its last 64 lines, so that a binding that
+ * must not be called back from the library's threads can pull them as it
+ * pulls results). *level gets its level (ESBULK_LOG_*), facility (may be
+ * NULL with facility_size 0) and message the NUL-terminated texts, each cut
+ * to its size. When older lines were dropped to make room, the first take
+ * says how many (a warning, facility "log"). Only lines at or below the
+ * log.level key are kept. Returns 1 when a line was taken, 0 when there is
+ * none (always, for a handle with a log callback: the callback gets every
+ * line), ESBULK_ERR_INVALID_ARG for a NULL eb, level or message, or a
+ * message_size of 0. Never blocks. Thread-safe. */
+ESBULK_EXTERN int32_t esbulk_log_take(esbulk_t *eb, int32_t *level, char *facility,
+                                      size_t facility_size, char *message,
+                                      size_t message_size);
+
 /* Documents added whose result has not been served (through a callback) or
  * released (pulled) yet. Thread-safe. */
 ESBULK_EXTERN int64_t esbulk_pending(esbulk_t *eb);

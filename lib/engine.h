@@ -31,6 +31,9 @@ typedef struct esbulk__mark_s {
 struct esbulk_s {
     esbulk_conf_t *conf;
     esbulk__log_t log;
+    esbulk__logq_t *logq;           /* the lines for esbulk_log_take(), when the
+                                     * configuration has no log callback (else NULL);
+                                     * thread-safe */
     esbulk_topology_t *topo;
     esbulk__http_opts_t http;
     esbulk__url_t *seeds;

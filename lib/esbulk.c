@@ -180,6 +180,17 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     eb->log.cb = conf->log_cb;
     eb->log.opaque = conf->opaque;
     eb->log.level = (int32_t)esbulk__conf_int(conf, ESBULK__C_LOG_LEVEL);
+    if (eb->log.cb == NULL) {
+        /* no callback: the lines wait for esbulk_log_take() */
+        if ((eb->logq = esbulk__logq_new()) == NULL) {
+            esbulk_conf_destroy(eb->conf);
+            free(eb);
+            esbulk__errstr(errstr, errstr_size, "out of memory");
+            return NULL;
+        }
+        eb->log.cb = esbulk__logq_push;
+        eb->log.opaque = eb->logq;
+    }
     eb->node_tag = random_tag();
     if (esbulk__conf_int(conf, ESBULK__C_MALLOC_TUNE))
         (void)pthread_once(&malloc_raise_once, malloc_raise);
@@ -198,6 +209,7 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     }
     if ((eb->topo = esbulk_topology_new(conf, errstr, errstr_size)) == NULL)
         goto fail;
+    esbulk__topology_set_log(eb->topo, &eb->log);
     if ((eb->dm = esbulk__docmem_new()) == NULL) {
         esbulk__errstr(errstr, errstr_size, "out of memory");
         goto fail;
@@ -251,6 +263,7 @@ fail:
     esbulk__http_opts_free(&eb->http);
     esbulk__urls_free(eb->seeds, eb->nseeds);
     esbulk_conf_destroy(eb->conf);
+    esbulk__logq_free(eb->logq);
     free(eb);
     return NULL;
 }
@@ -1110,7 +1123,22 @@ static void handle_free(esbulk_t *eb)
     pthread_cond_destroy(&eb->cond_space);
     pthread_cond_destroy(&eb->cond_results);
     esbulk_conf_destroy(eb->conf);
+    esbulk__logq_free(eb->logq);
     free(eb);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Log lines */
+
+int32_t esbulk_log_take(esbulk_t *eb, int32_t *level, char *facility, size_t facility_size,
+                        char *message, size_t message_size)
+{
+    if (eb == NULL || level == NULL || message == NULL || message_size == 0 ||
+        (facility == NULL && facility_size > 0))
+        return ESBULK_ERR_INVALID_ARG;
+    if (eb->logq == NULL)
+        return 0; /* a log callback takes every line */
+    return esbulk__logq_take(eb->logq, level, facility, facility_size, message, message_size);
 }
 
 /* ------------------------------------------------------------------------- */

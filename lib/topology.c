@@ -969,6 +969,11 @@ out:
 /* ------------------------------------------------------------------------- */
 /* The object */
 
+void esbulk__topology_set_log(esbulk_topology_t *topo, const esbulk__log_t *log)
+{
+    topo->log = *log;
+}
+
 esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
                                        size_t errstr_size)
 {

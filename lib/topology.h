@@ -86,6 +86,10 @@ esbulk_err_t esbulk__topology_fetch_index(esbulk_topology_t *topo, const char *n
                                           esbulk__index_t **entry, char *errstr,
                                           size_t errstr_size);
 
+/* The handle's log (its callback, or its queue for esbulk_log_take()) in
+ * place of the configuration's, before any request is made. */
+void esbulk__topology_set_log(esbulk_topology_t *topo, const esbulk__log_t *log);
+
 /* A reference to the current cluster snapshot, fetched when missing, stale
  * or force; release with esbulk__cluster_release(). */
 esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,

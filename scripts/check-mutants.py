@@ -334,6 +334,22 @@ MUTANTS = [
      """                eb->buffered_docs + 1 <= eb->max_docs)""",
      """                eb->buffered_docs + 1 <= (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_DOCS))""",
      "the add compares with buffer.max.docs as configured (0), not the size computed"),
+    ("log-queue-drop-uncounted", "lib/log.c",
+     """        q->count--;
+        q->dropped++;""",
+     """        q->count--;""",
+     "log lines dropped from a full queue without saying how many"),
+    ("log-queue-not-made", "lib/esbulk.c",
+     """    if (eb->log.cb == NULL) {
+        /* no callback""",
+     """    if (0) {
+        /* no callback""",
+     "a handle without a log callback keeps no lines for esbulk_log_take"),
+    ("log-queue-topology-silent", "lib/esbulk.c",
+     """    esbulk__topology_set_log(eb->topo, &eb->log);
+""",
+     "",
+     "the topology thread's lines not kept (the configuration's silent log used)"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf"]

@@ -1575,6 +1575,113 @@ START_TEST(test_result_fields_on_exhaustion)
 }
 END_TEST
 
+/* The log queue of a handle without a log callback: the last
+ * ESBULK__LOGQ_MAX lines in order, the count of the older ones dropped said
+ * first, texts cut to the caller's sizes, facility optional. */
+START_TEST(test_log_queue)
+{
+    esbulk__logq_t *q = esbulk__logq_new();
+    char fac[16], msg[64], line[64];
+    int32_t level = -1;
+    int i;
+
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(esbulk__logq_take(q, &level, fac, sizeof(fac), msg, sizeof(msg)), 0);
+    for (i = 1; i <= ESBULK__LOGQ_MAX + 6; i++) {
+        snprintf(line, sizeof(line), "line %d", i);
+        esbulk__logq_push(i % 2 ? ESBULK_LOG_WARNING : ESBULK_LOG_INFO, "io", line, q);
+    }
+    ck_assert_int_eq(esbulk__logq_take(q, &level, fac, sizeof(fac), msg, sizeof(msg)), 1);
+    ck_assert_int_eq(level, ESBULK_LOG_WARNING);
+    ck_assert_str_eq(fac, "log");
+    ck_assert_msg(strncmp(msg, "6 log lines dropped", 19) == 0, "%s", msg);
+    for (i = 7; i <= ESBULK__LOGQ_MAX + 6; i++) {
+        snprintf(line, sizeof(line), "line %d", i);
+        ck_assert_int_eq(esbulk__logq_take(q, &level, fac, sizeof(fac), msg, sizeof(msg)), 1);
+        ck_assert_str_eq(msg, line);
+        ck_assert_str_eq(fac, "io");
+        ck_assert_int_eq(level, i % 2 ? ESBULK_LOG_WARNING : ESBULK_LOG_INFO);
+    }
+    ck_assert_int_eq(esbulk__logq_take(q, &level, fac, sizeof(fac), msg, sizeof(msg)), 0);
+    /* cut to the sizes; no facility asked for */
+    esbulk__logq_push(ESBULK_LOG_ERR, "topology", "a long message", q);
+    ck_assert_int_eq(esbulk__logq_take(q, &level, NULL, 0, msg, 7), 1);
+    ck_assert_str_eq(msg, "a long");
+    /* lines left are freed with the queue (valgrind, ASan) */
+    esbulk__logq_push(ESBULK_LOG_ERR, "topology", "left", q);
+    esbulk__logq_free(q);
+}
+END_TEST
+
+static void count_log(int32_t level, const char *facility, const char *message, void *opaque)
+{
+    (void)level;
+    (void)facility;
+    (void)message;
+    __atomic_add_fetch((int *)opaque, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A handle without a log callback keeps its lines for esbulk_log_take: a
+ * URL nothing listens on gives warnings that say so, from the I/O thread
+ * and from the topology thread, as soon as the reads fail. With a callback, the callback has them and
+ * esbulk_log_take always returns 0. */
+START_TEST(test_log_take)
+{
+    esbulk_conf_t *conf = dead_conf("0", "0", "0", "100");
+    char fac[32], msg[1024];
+    int32_t level, r;
+    int64_t until = esbulk__now_ms() + 10000;
+    int found = 0, called = 0;
+    esbulk_t *eb;
+
+    ck_assert_int_eq(esbulk_log_take(NULL, &level, fac, sizeof(fac), msg, sizeof(msg)),
+                     ESBULK_ERR_INVALID_ARG);
+    eb = esbulk_new(conf, msg, sizeof(msg));
+    ck_assert_ptr_nonnull(eb);
+    ck_assert_int_eq(esbulk_log_take(eb, NULL, fac, sizeof(fac), msg, sizeof(msg)),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_log_take(eb, &level, fac, sizeof(fac), msg, 0),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_log_take(eb, &level, NULL, 5, msg, sizeof(msg)),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "logs", "1", 1, NULL, 0, "{}", 2, NULL,
+                                NULL, 0), ESBULK_OK);
+    esbulk_flush(eb, 0);
+    /* from the I/O thread (the cluster view, the node down) and from the
+     * topology thread (its read), which logs through the handle too */
+    while (found != 3 && esbulk__now_ms() < until) {
+        r = esbulk_log_take(eb, &level, fac, sizeof(fac), msg, sizeof(msg));
+        ck_assert_int_ge(r, 0);
+        if (r == 0)
+            usleep(10000);
+        else if (level <= ESBULK_LOG_WARNING && strstr(msg, "127.0.0.1:1") != NULL &&
+                 strstr(msg, "onnect") != NULL)
+            /* the topology's own read says "GET <url>: ..."; the core's
+             * "index <name>: ..." */
+            found |= strcmp(fac, "topology") == 0 && strncmp(msg, "GET ", 4) == 0 ? 2 : 1;
+    }
+    ck_assert_msg(found == 3, "warnings about http://127.0.0.1:1 taken in 10 s: from the I/O "
+                  "thread %s, from the topology thread %s", found & 1 ? "yes" : "no",
+                  found & 2 ? "yes" : "no");
+    esbulk_destroy(eb);
+
+    esbulk_conf_set_log_cb(conf, count_log);
+    esbulk_conf_set_opaque(conf, &called);
+    eb = esbulk_new(conf, msg, sizeof(msg));
+    ck_assert_ptr_nonnull(eb);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "logs", "1", 1, NULL, 0, "{}", 2, NULL,
+                                NULL, 0), ESBULK_OK);
+    esbulk_flush(eb, 0);
+    until = esbulk__now_ms() + 10000;
+    while (__atomic_load_n(&called, __ATOMIC_SEQ_CST) == 0 && esbulk__now_ms() < until)
+        usleep(10000);
+    ck_assert_int_gt(__atomic_load_n(&called, __ATOMIC_SEQ_CST), 0);
+    ck_assert_int_eq(esbulk_log_take(eb, &level, fac, sizeof(fac), msg, sizeof(msg)), 0);
+    esbulk_destroy(eb);
+    esbulk_conf_destroy(conf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -1594,6 +1701,7 @@ int main(void)
     tcase_add_test(pure, test_json_string_every_position);
     tcase_add_test(pure, test_plain_ascii_every_byte);
     tcase_add_test(pure, test_action_line_plain_same_bytes);
+    tcase_add_test(pure, test_log_queue);
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_queue_full_at_once);
@@ -1615,6 +1723,7 @@ int main(void)
     tcase_add_test(handle, test_blocking_add_unblocks);
     tcase_add_test(handle, test_retries_exhausted);
     tcase_add_test(handle, test_result_fields_on_exhaustion);
+    tcase_add_test(handle, test_log_take);
     suite_add_tcase(s, pure);
     suite_add_tcase(s, handle);
     sr = srunner_create(s);

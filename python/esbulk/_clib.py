@@ -65,6 +65,8 @@ _SIGNATURES = (
     ("esbulk_pending", c_int64, c_void_p),
     ("esbulk_poll_results", c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_int32),
     ("esbulk_results_release", c_int32, c_void_p),
+    ("esbulk_log_take", c_int32, c_void_p, POINTER(c_int32), c_char_p, c_size_t, c_char_p,
+     c_size_t),
     ("esbulk_stats_json", c_void_p, c_void_p),
     ("esbulk_result_opaque", c_void_p, c_void_p),
     ("esbulk_result_outcome", c_int32, c_void_p),

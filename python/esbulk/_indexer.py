@@ -4,6 +4,7 @@ import collections
 import ctypes
 import itertools
 import json
+import logging
 import re
 import threading
 import time
@@ -49,6 +50,13 @@ _PY_KEYS = {k.replace(".", "_"): k for k in CONF_KEYS}
 
 SLICE_S = 0.2      # the longest single wait inside the library: Ctrl-C stays prompt
 POLL_BATCH = 1024  # results pulled per esbulk_poll_results call
+
+# The library's log lines (a node down, the cluster or an index not
+# readable), pulled with the results (esbulk_log_take) and logged here, on
+# the thread that pulls: never called back from the library's threads.
+_log = logging.getLogger("esbulk")
+_LOG_LEVELS = {3: logging.ERROR, 4: logging.WARNING, 5: logging.INFO, 6: logging.INFO,
+               7: logging.DEBUG}
 
 _OUTCOMES = ("indexed", "failed", "possibly")
 
@@ -491,6 +499,9 @@ class Indexer:
         self._next_token = itertools.count(1).__next__
         self._ready: Deque[Result] = collections.deque()
         self._out = (c_void_p * POLL_BATCH)()
+        self._log_level = c_int32()
+        self._log_fac = ctypes.create_string_buffer(32)
+        self._log_msg = ctypes.create_string_buffer(1024)
         self._reader = _Reader(self._out)
         # helpers: called with each pulled _Batch instead of making Results
         # (their opaques are then the helper's own numbers, not tokens)
@@ -797,10 +808,18 @@ class Indexer:
 
     # -- results ----------------------------------------------------------
 
+    def _take_log(self, eb: int) -> None:
+        """Logs the library's lines kept since the last pull (logger "esbulk")."""
+        lvl, fac, msg = self._log_level, self._log_fac, self._log_msg
+        while lib.esbulk_log_take(eb, byref(lvl), fac, len(fac), msg, len(msg)) == 1:
+            _log.log(_LOG_LEVELS.get(lvl.value, logging.INFO), "%s: %s", _clib.dec(fac.value),
+                     _clib.dec(msg.value))
+
     def _pull(self, timeout_ms: int) -> int:
         """Pulls one batch into self._ready and releases it at once."""
         eb = self._handle()
         n = lib.esbulk_poll_results(eb, self._out, POLL_BATCH, timeout_ms)
+        self._take_log(eb)
         if n < 0:
             raise EsbulkError("esbulk_poll_results: %s" % _clib.err2str(n), n)
         if n:

@@ -191,6 +191,26 @@ def test_close_gives_undelivered_documents_their_result(make_index):
     assert len(got) == 1 and not got[0].ok and got[0].outcome in ("failed", "possibly")
 
 
+def test_library_warnings_go_to_the_esbulk_logger(caplog):
+    """A cluster nothing listens on: the library's warnings come out of the
+    "esbulk" logger as poll pulls the results, on the polling thread (the
+    library never calls into Python)."""
+    got = []
+    caplog.set_level("WARNING", logger="esbulk")
+    ix = esbulk.Indexer("http://127.0.0.1:1", on_result=got.append, connect_timeout_ms=100,
+                        retry_max=1000, delivery_timeout_ms=0)
+    ix.add("nowhere", {"n": 1}, id="1")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(
+            "127.0.0.1:1" in r.getMessage() for r in caplog.records):
+        ix.poll(0.05)
+    ix.close(timeout=0.3)
+    mine = [r for r in caplog.records if r.name == "esbulk"]
+    assert any(r.levelname == "WARNING" and "127.0.0.1:1" in r.getMessage()
+               and "onnect" in r.getMessage() for r in mine), [r.getMessage() for r in mine]
+    assert len(got) == 1
+
+
 def test_per_document_options(url, make_index):
     index = make_index()
     res = {}
