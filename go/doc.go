@@ -12,7 +12,8 @@
 //
 // Threads: libesbulk runs its own I/O thread; one goroutine per indexer pulls
 // results in batches (esbulk_poll_results) and runs the callbacks, one at a
-// time, so callbacks should be quick. Add copies each body once into the
+// time, so callbacks should be quick; it also takes libesbulk's log lines
+// (esbulk_log_take) for OnLog. The library never calls into Go. Add copies each body once into the
 // library and keeps no Go pointer in C: per-item state stays in a Go map,
 // keyed by an integer that travels as the document's opaque.
 //
