@@ -183,10 +183,8 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     if (eb->log.cb == NULL) {
         /* no callback: the lines wait for esbulk_log_take() */
         if ((eb->logq = esbulk__logq_new()) == NULL) {
-            esbulk_conf_destroy(eb->conf);
-            free(eb);
             esbulk__errstr(errstr, errstr_size, "out of memory");
-            return NULL;
+            goto fail;
         }
         eb->log.cb = esbulk__logq_push;
         eb->log.opaque = eb->logq;

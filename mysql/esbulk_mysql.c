@@ -15,7 +15,6 @@
  */
 #define _GNU_SOURCE
 #include "job.h"
-#include "../examples/logonce.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -121,21 +120,19 @@ void esm_log(const char *fmt, ...)
 /* The library's warnings and errors (a node down, the cluster not
  * readable), as they happen, each at most once a minute (logonce.h): a job
  * whose cluster went away said nothing until its documents ran out of
- * retries. Called on the library's threads: stderr's lock guards the line
- * and lib_logs. lib_log_clear (set before the library's threads start)
- * clears a progress line first. */
-static logonce_t lib_logs;
-static int lib_log_clear;
-
+ * retries. Called on the library's threads (opaque is the job): stderr's
+ * lock guards the line and job->lib_logs; job->progress, set before the
+ * library's threads start, says to clear a progress line first. */
 static void on_lib_log(int32_t level, const char *facility, const char *message, void *opaque)
 {
+    esm_job_t *job = opaque;
+
     (void)facility;
-    (void)opaque;
     if (level > ESBULK_LOG_WARNING)
         return;
     flockfile(stderr);
-    if (logonce_new(&lib_logs, message, esm_now_ns(), 60 * 1000000000LL))
-        fprintf(stderr, "%sesbulk-mysql: %s: %s\n", lib_log_clear ? "\r\033[K" : "",
+    if (logonce_new(&job->lib_logs, message, esm_now_ns(), 60 * 1000000000LL))
+        fprintf(stderr, "%sesbulk-mysql: %s: %s\n", job->progress ? "\r\033[K" : "",
                 level == ESBULK_LOG_WARNING ? "warning" : "error", message);
     funlockfile(stderr);
 }
@@ -1569,7 +1566,6 @@ int main(int argc, char **argv)
         esbulk_conf_set_result_cb(conf, on_result);
         esbulk_conf_set_log_cb(conf, on_lib_log);
         esbulk_conf_set_opaque(conf, job);
-        lib_log_clear = job->progress;
         /* the engine's threads never take SIGINT/SIGTERM: this thread does,
          * so that a blocking MySQL read returns (EINTR) and the flag is seen */
         sigset_t stops, old;

@@ -6,6 +6,7 @@
 #define ESM_JOB_H
 
 #include "esm.h"
+#include "../examples/logonce.h"
 
 #include <esbulk.h>
 #include <jansson.h>
@@ -128,6 +129,8 @@ typedef struct {
     size_t nlags, lag_next;
     int64_t *applies;  /* ring: batch read to acknowledged (ms) */
     size_t napplies, apply_next;
+    logonce_t lib_logs;   /* libesbulk's messages said lately (on_lib_log; under
+                           * stderr's lock) */
 } esm_job_t;
 
 extern volatile sig_atomic_t esm_interrupted;
