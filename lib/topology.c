@@ -403,6 +403,10 @@ static esbulk_err_t seed_get(esbulk_topology_t *topo, const char *path, long *st
             atomic_store(&topo->good_seed, i);
             break;
         }
+        /* the handle is closing: nothing the user must hear of, and no
+         * other seed is asked */
+        if (err == ESBULK_ERR_CLOSED)
+            break;
         esbulk__log(&topo->log, ESBULK_LOG_WARNING, "topology", "%s", errstr);
     }
     if (err == ESBULK_OK) {

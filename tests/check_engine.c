@@ -1682,6 +1682,56 @@ START_TEST(test_log_take)
 }
 END_TEST
 
+/* Lines at WARNING or worse, kept for test_close_is_quiet. */
+typedef struct {
+    pthread_mutex_t lock;
+    int n;
+    char first[512];
+} bad_lines_t;
+
+static void keep_bad_lines(int32_t level, const char *facility, const char *message, void *opaque)
+{
+    bad_lines_t *b = opaque;
+
+    if (level > ESBULK_LOG_WARNING)
+        return;
+    pthread_mutex_lock(&b->lock);
+    if (b->n++ == 0)
+        snprintf(b->first, sizeof(b->first), "%s: %s", facility, message);
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* Closing a handle whose topology reads are still waiting for the cluster
+ * stops them, and says nothing about it: the user closed it. (It used to
+ * warn "GET <url>/: stopped: the handle is closing", once for every seed.) */
+START_TEST(test_close_is_quiet)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char url1[64], url2[64], urls[160], errstr[256];
+    int fd1 = silent_listener(url1, sizeof(url1)), fd2 = silent_listener(url2, sizeof(url2));
+    bad_lines_t bad;
+    esbulk_t *eb;
+
+    memset(&bad, 0, sizeof(bad));
+    pthread_mutex_init(&bad.lock, NULL);
+    snprintf(urls, sizeof(urls), "%s,%s", url1, url2);
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", urls, NULL, 0), 0);
+    ck_assert_int_eq(esbulk_conf_set(conf, "log.level", "7", NULL, 0), 0);
+    esbulk_conf_set_log_cb(conf, keep_bad_lines);
+    esbulk_conf_set_opaque(conf, &bad);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    usleep(300 * 1000); /* the first read is sent, and waits */
+    ck_assert_int_eq(esbulk_close(eb, 0), ESBULK_OK);
+    esbulk_destroy(eb);
+    ck_assert_msg(bad.n == 0, "%d warning(s) at close, the first: %s", bad.n, bad.first);
+    pthread_mutex_destroy(&bad.lock);
+    esbulk_conf_destroy(conf);
+    close(fd1);
+    close(fd2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -1704,6 +1754,7 @@ int main(void)
     tcase_add_test(pure, test_log_queue);
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
+    tcase_add_test(handle, test_close_is_quiet);
     tcase_add_test(handle, test_queue_full_at_once);
     tcase_add_test(handle, test_buffer_sized_by_cluster);
     tcase_add_test(handle, test_queue_full_after_timeout);
