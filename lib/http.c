@@ -31,12 +31,14 @@ static esbulk_err_t parse_one(const char *text, size_t len, esbulk__url_t *out, 
     esbulk__buf_t b;
     CURLU *u = NULL;
     size_t plen;
+    int bare = 0;
 
     esbulk__buf_init(&b, 4096);
     if (s == NULL || (u = curl_url()) == NULL)
         goto out;
     /* "host:port" means http, not libcurl's default of https */
     if (strstr(s, "://") == NULL) {
+        bare = 1;
         char *with = malloc(len + 8);
         if (with == NULL)
             goto out;
@@ -54,14 +56,17 @@ static esbulk_err_t parse_one(const char *text, size_t len, esbulk__url_t *out, 
         err = ESBULK_ERR_BAD_VALUE;
         goto out;
     }
-    /* no port given: the server's 9200, as other Elasticsearch clients do */
+    /* no port given: the scheme's (80, 443), as a URL means to every HTTP
+     * client (go-elasticsearch, the Java clients, elasticsearch-py 8: a
+     * hosted cluster at https://host is on 443); a bare host, the server's
+     * 9200 */
     curl_url_get(u, CURLUPART_PORT, &port, 0);
     curl_url_get(u, CURLUPART_PATH, &path, 0);
     curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE);
     curl_url_get(u, CURLUPART_PASSWORD, &pass, CURLU_URLDECODE);
     if (esbulk__buf_adds(&b, scheme) || esbulk__buf_adds(&b, "://") ||
         esbulk__buf_adds(&b, host) || esbulk__buf_addc(&b, ':') ||
-        esbulk__buf_adds(&b, port ? port : "9200"))
+        esbulk__buf_adds(&b, port ? port : bare ? "9200" : strcmp(scheme, "https") == 0 ? "443" : "80"))
         goto out;
     if (path != NULL) {
         plen = strlen(path);

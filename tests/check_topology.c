@@ -205,13 +205,18 @@ START_TEST(test_urls)
     char *user = NULL, *pass = NULL, errstr[256];
     int n;
 
-    ck_assert_int_eq(esbulk__urls_parse(" http://a:1/ , https://u:p%40ss@b/es/,c:9201", &urls, &n,
-                                        &user, &pass, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__urls_parse(" http://a:1/ , https://u:p%40ss@b/es/,c:9201,d,http://e,"
+                                        "https://[::1]", &urls, &n, &user, &pass, errstr,
+                                        sizeof(errstr)),
                      ESBULK_OK);
-    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(n, 6);
     ck_assert_str_eq(urls[0].base, "http://a:1");
-    ck_assert_str_eq(urls[1].base, "https://b:9200/es"); /* no port: the server's 9200 */
+    /* no port: the scheme's; a bare host, the server's 9200 */
+    ck_assert_str_eq(urls[1].base, "https://b:443/es");
     ck_assert_str_eq(urls[2].base, "http://c:9201");
+    ck_assert_str_eq(urls[3].base, "http://d:9200");
+    ck_assert_str_eq(urls[4].base, "http://e:80");
+    ck_assert_str_eq(urls[5].base, "https://[::1]:443");
     ck_assert_str_eq(user, "u");
     ck_assert_str_eq(pass, "p@ss");
     esbulk__urls_free(urls, n);
