@@ -1407,6 +1407,8 @@ static esbulk__send_t *send_batch(esbulk__core_t *c, dest_t *dest, target_t *tar
 
     if (dest->batch_cap > 0 && dest->batch_cap < max_docs)
         max_docs = dest->batch_cap;
+    if (dest->q.head != NULL && dest->q.head->split > 0 && dest->q.head->split < max_docs)
+        max_docs = dest->q.head->split;
     if (max_docs > dest->q.count)
         max_docs = dest->q.count;
     if ((s = send_new(c, max_docs, c->cf.flush.flush_docs)) == NULL)
@@ -1681,6 +1683,20 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
         }
         break;
     case ESBULK__RESP_FAIL:
+        if (a->status == 400 && s->ndocs > 1) {
+            /* The server refused the whole request while reading it, for one
+             * document's sake (an _id over 512 bytes, an update with neither
+             * doc nor script: the request itself is the library's): the
+             * halves go again, and again, until that document is alone, and
+             * only it fails. The others' batches stay full size. */
+            c->counts.split_400++;
+            for (i = s->ndocs; i > 0; i--) {
+                s->docs[i - 1]->split = (uint32_t)(s->ndocs / 2);
+                s->docs[i - 1]->attempts--; /* not a failed attempt */
+                dest_push(c, s->dest, s->docs[i - 1], 1, now);
+            }
+            break;
+        }
         for (i = 0; i < s->ndocs; i++)
             deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, resp.err, (int32_t)a->status,
                     resp.error_type, resp.error_reason);
@@ -1794,6 +1810,7 @@ void esbulk__core_take_done(esbulk__core_t *c, esbulk__queue_t *out, esbulk__cor
     n->expired += c->counts.expired;
     n->http_429 += c->counts.http_429;
     n->split_413 += c->counts.split_413;
+    n->split_400 += c->counts.split_400;
     n->requests += c->counts.requests;
     n->bytes_raw += c->counts.bytes_raw;
     n->fetches += c->counts.fetches;

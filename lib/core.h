@@ -149,7 +149,8 @@ typedef struct {
 
 /* Counts of events the results do not show, since the last take. */
 typedef struct {
-    uint64_t retried, item_429, unrouted, expired, http_429, split_413, requests, bytes_raw;
+    uint64_t retried, item_429, unrouted, expired, http_429, split_413, split_400, requests,
+        bytes_raw;
     uint64_t fetches;       /* index metadata fetches asked for */
     /* the outcomes delivered, counted as they were (the hand-off then needs
      * no walk over them): by outcome, those closed, and what they held of

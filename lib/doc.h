@@ -15,6 +15,9 @@ typedef struct esbulk_result_s esbulk__doc_t;
 /* the longest index name, _id or routing taken (the server takes 255, 512
  * and any: this only keeps the record's 32-bit lengths safe) */
 #define ESBULK__KEY_MAX ((size_t)1 << 20)
+/* the longest _id the server takes, in bytes (Elasticsearch and OpenSearch:
+ * a longer one fails the whole bulk request) */
+#define ESBULK__ID_MAX ((size_t)512)
 
 /* What few results say, out of the record: an index other than the one
  * added, an id the server chose, an error, an unusual result. */
@@ -63,6 +66,9 @@ struct esbulk_result_s {
     uint32_t lines_off;
     uint32_t body_bytes;            /* counted in buffer.max.bytes until the outcome: the
                                        record, its strings and lines, as held */
+    uint32_t split;                 /* at most this many documents in a request with it,
+                                       while a request the server refused whole (400) is
+                                       halved to find the document it refused; 0: any */
     /* memory, the caller's, the result */
     struct esbulk__block_s *block;  /* lines live in this shared block (docmem.c) at
                                        lines_off; NULL: in an allocation of their own */

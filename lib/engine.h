@@ -78,7 +78,7 @@ struct esbulk_s {
     int64_t next_stats_ms;          /* the statistics callback's next time (serving thread) */
     struct {
         uint64_t added, indexed, failed, possibly, retried, unrouted, requests, http_429,
-            item_429, bytes_raw, bytes_sent, split_413, expired, closed, fetches,
+            item_429, bytes_raw, bytes_sent, split_413, split_400, expired, closed, fetches,
             http_handles;
         uint64_t indices, destinations; /* held by the I/O thread now */
     } stats;

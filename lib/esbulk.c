@@ -419,8 +419,14 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         esbulk__errstr(errstr, errstr_size, "index name is empty or too long");
         return ESBULK_ERR_INVALID_ARG;
     }
-    if (id_len > ESBULK__KEY_MAX || routing_len > ESBULK__KEY_MAX) {
-        esbulk__errstr(errstr, errstr_size, "_id or routing longer than %u bytes",
+    if (id_len > ESBULK__ID_MAX) {
+        /* the server would refuse the whole request it is in */
+        esbulk__errstr(errstr, errstr_size, "_id longer than %u bytes (the server's limit)",
+                       (unsigned)ESBULK__ID_MAX);
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    if (routing_len > ESBULK__KEY_MAX) {
+        esbulk__errstr(errstr, errstr_size, "routing longer than %u bytes",
                        (unsigned)ESBULK__KEY_MAX);
         return ESBULK_ERR_INVALID_ARG;
     }
@@ -1267,6 +1273,7 @@ char *esbulk_stats_json(esbulk_t *eb)
     STAT(http_429);
     STAT(item_429);
     STAT(split_413);
+    STAT(split_400);
     STAT(expired);
     STAT(closed);
     STAT(fetches);

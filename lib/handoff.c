@@ -117,6 +117,7 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
     eb->stats.expired += n->expired;
     eb->stats.http_429 += n->http_429;
     eb->stats.split_413 += n->split_413;
+    eb->stats.split_400 += n->split_400;
     eb->stats.requests += n->requests;
     eb->stats.bytes_raw += n->bytes_raw;
     eb->stats.fetches += n->fetches;

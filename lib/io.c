@@ -499,7 +499,7 @@ static void hand_over(esbulk_t *eb, io_t *io)
     memset(&n, 0, sizeof(n));
     esbulk__core_take_done(io->core, &done, &n);
     if (done.head == NULL && io->bytes_sent == 0 && io->handles_made == 0 &&
-        !(n.retried | n.item_429 | n.unrouted | n.expired | n.http_429 | n.split_413 |
+        !(n.retried | n.item_429 | n.unrouted | n.expired | n.http_429 | n.split_413 | n.split_400 |
           n.requests | n.fetches))
         return;
     esbulk__handoff_deliver(eb, &done, &n, io->bytes_sent, io->handles_made);

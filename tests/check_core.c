@@ -892,6 +892,78 @@ START_TEST(test_413_split_to_one)
 }
 END_TEST
 
+/* A 400 for the whole request (the server refused one document while
+ * reading it: an _id over 512 bytes, an update with neither doc nor script)
+ * halves the request until that document is alone: only it fails, with the
+ * server's reason, and the others are indexed. A split is not a failed
+ * attempt, and the batches after it are full size again. */
+START_TEST(test_400_isolates_the_refused_document)
+{
+    static const char refused[] =
+        "{\"error\":{\"type\":\"action_request_validation_exception\",\"reason\":"
+        "\"Validation Failed: 1: id is too long, must be no longer than 512 bytes;\"},"
+        "\"status\":400}";
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    long n, requests = 0;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    fx_open(&cf);
+    for (n = 0; n < 8; n++)
+        add(n, NULL, now);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        size_t i;
+        int bad = 0;
+
+        ck_assert_int_lt(++requests, 16);
+        for (i = 0; i < s->ndocs; i++)
+            bad |= num(s->docs[i]) == 5;
+        if (bad) {
+            if (s->ndocs == 1)
+                ck_assert_int_eq(s->docs[0]->attempts, 1);
+            answer_http(s, 400, refused, now);
+        } else {
+            answer_items(s, NULL, now);
+        }
+    }
+    /* 8, then 4 + 4, then 2 + 2, then 1 + 1 */
+    ck_assert_int_eq(requests, 7);
+    for (n = 0; n < 8; n++) {
+        if (n != 5) {
+            expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+            continue;
+        }
+        {
+            esbulk__doc_t *d = outcome_of(n);
+
+            ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
+            ck_assert_int_eq(d->err, ESBULK_ERR_HTTP);
+            ck_assert_int_eq(d->status, 400);
+            ck_assert_str_eq(esbulk_result_error_type(d), "action_request_validation_exception");
+            ck_assert_ptr_nonnull(strstr(esbulk_result_error_reason(d), "512 bytes"));
+            esbulk__doc_free(d);
+        }
+    }
+    ck_assert_uint_eq(fx.counts.split_400, 3);
+    /* the next documents go in one request */
+    for (n = 8; n < 16; n++)
+        add(n, NULL, now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 8);
+    answer_items(s, NULL, now);
+    for (n = 8; n < 16; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    /* a single document's 400 fails it at once */
+    add(16, NULL, now);
+    s = must_send(1, now);
+    answer_http(s, 400, refused, now);
+    expect(16, ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 400);
+    ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    fx_close();
+}
+END_TEST
+
 /* A document as esbulk_add makes it: the record from dm, its lines in a
  * shared block. */
 static esbulk__doc_t *doc_in_block(esbulk__docmem_t *dm, const char *id, long n)
@@ -2054,6 +2126,7 @@ int main(void)
     tcase_add_test(tc, test_ambiguous_with_and_without_id);
     tcase_add_test(tc, test_409_after_ambiguous_create);
     tcase_add_test(tc, test_413_split_to_one);
+    tcase_add_test(tc, test_400_isolates_the_refused_document);
     tcase_add_test(tc, test_give_up_after_ambiguous_is_possibly);
     tcase_add_test(tc, test_item_retry_goes_first);
     tcase_add_test(tc, test_retry_max);

@@ -363,20 +363,27 @@ START_TEST(test_add_errors)
                                 sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
     ck_assert_int_eq(esbulk_add(eb, (esbulk_op_t)9, "i", "a", 1, NULL, 0, "{}", 2, NULL, errstr,
                                 sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
-    /* keys past ESBULK__KEY_MAX (the record's lengths are 32-bit) */
+    /* an _id past the server's 512 bytes (it would refuse the whole
+     * request), a routing past ESBULK__KEY_MAX (the record's lengths are
+     * 32-bit) */
     {
         size_t n = ESBULK__KEY_MAX + 1;
         char *key = malloc(n);
 
         ck_assert_ptr_nonnull(key);
         memset(key, 'k', n);
-        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", key, n, NULL, 0, "{}", 2, NULL,
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", key, 513, NULL, 0, "{}", 2, NULL,
                                     errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
-        ck_assert_ptr_nonnull(strstr(errstr, "longer than"));
+        ck_assert_ptr_nonnull(strstr(errstr, "_id longer than 512 bytes"));
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_DELETE, "i", key, 513, NULL, 0, NULL, 0, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
         ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, key, n, "{}", 2, NULL,
                                     errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+        ck_assert_ptr_nonnull(strstr(errstr, "routing longer than"));
         /* the longest taken */
-        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", key, n - 1, NULL, 0, "{}", 2, NULL,
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", key, 512, NULL, 0, "{}", 2, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_OK);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "i", "a", 1, key, n - 1, "{}", 2, NULL,
                                     errstr, sizeof(errstr)), ESBULK_OK);
         free(key);
     }
@@ -398,9 +405,9 @@ START_TEST(test_add_errors)
         ck_assert_int_eq(esbulk_pending(eb), 0);
         esbulk_destroy(eb);
     }
-    /* no result was delivered for any refused document: one, for the
-     * longest key's, which was taken */
-    ck_assert_int_eq(results_seen, 1);
+    /* no result was delivered for any refused document: two, for the
+     * longest keys', which were taken */
+    ck_assert_int_eq(results_seen, 2);
 }
 END_TEST
 

@@ -272,6 +272,50 @@ static void mapping_errors(void)
     check(count_of(index) == (long)good, "mapping errors: index count equals the indexed ones");
 }
 
+/* A request the server refuses whole for one document's sake (an update
+ * with neither doc nor script: 400 for the request) is halved until that
+ * document is alone: only it fails, the others are indexed. */
+static void request_refusals(void)
+{
+    const char *index = "it-eng-refused";
+    size_t n = 1000, i, good = 0, bad = 0, not_once, nfail;
+    char id[32], body[128];
+    json_t *st;
+    esbulk_t *eb;
+
+    fresh_index(index, NULL);
+    seen_reset(n);
+    eb = handle(NULL);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "r%zu", i);
+        if (i == 300 || i == 777) {
+            add_or_die(eb, ESBULK_OP_UPDATE, index, id, NULL, "{\"a\":2}", i);
+            continue;
+        }
+        snprintf(body, sizeof(body), "{\"n\":%zu}", i);
+        add_or_die(eb, ESBULK_OP_INDEX, index, id, NULL, body, i);
+    }
+    esbulk_flush(eb, 60000);
+    st = stats_of(eb);
+    esbulk_destroy(eb);
+    tally(n, &not_once, &nfail);
+    for (i = 0; i < n; i++) {
+        if (i == 300 || i == 777)
+            bad += seen[i].outcome == ESBULK_OUTCOME_FAILED && seen[i].status == 400 &&
+                   seen[i].error_type[0] != '\0' && seen[i].reason[0] != '\0';
+        else
+            good += seen[i].outcome == ESBULK_OUTCOME_INDEXED;
+    }
+    check(not_once == 0, "request refusals: every document got exactly one result");
+    check(bad == 2, "request refusals: the 2 updates without doc failed alone with 400 and the "
+          "server's reason (e.g. %s: %.80s)", seen[300].error_type, seen[300].reason);
+    check(good == n - 2, "request refusals: the other %zu of %zu documents indexed", good, n - 2);
+    check(stat(st, "split_400") > 0, "request refusals: stats split_400 = %ld",
+          stat(st, "split_400"));
+    check(count_of(index) == (long)good, "request refusals: index count equals the indexed ones");
+    json_decref(st);
+}
+
 static void per_id_ordering(void)
 {
     const char *index = "it-eng-order";
@@ -1025,6 +1069,7 @@ int main(int argc, char **argv)
             for (m = 0; m < 3; m++)
                 volume(levels[l], modes[m], 25000);
         mapping_errors();
+        request_refusals();
         per_id_ordering();
         gzip_and_ops();
         failures_only_and_stats();
