@@ -310,7 +310,8 @@ esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len,
     }
     if (validate) {
         json_error_t jerr;
-        json_t *j = json_loadb(body + first, last - first, 0, &jerr);
+        /* a key twice: the server refuses the document (Duplicate field) */
+        json_t *j = json_loadb(body + first, last - first, JSON_REJECT_DUPLICATES, &jerr);
 
         if (!json_is_object(j)) {
             esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s at byte %d",

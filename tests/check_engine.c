@@ -232,6 +232,13 @@ START_TEST(test_body_line)
     s = NULL;
     ck_assert_int_eq(body("{\"a\":}", 1, &s), ESBULK_ERR_INVALID_JSON);
     free(s);
+    s = NULL;
+    /* a key twice, which the server refuses (Duplicate field) */
+    ck_assert_int_eq(body("{\"a\":1,\"b\":{\"a\":1},\"a\":2}", 1, &s), ESBULK_ERR_INVALID_JSON);
+    free(s);
+    s = NULL;
+    ck_assert_int_eq(body("{\"a\":1,\"b\":{\"a\":1}}", 1, &s), ESBULK_OK);
+    free(s);
 }
 END_TEST
 
