@@ -685,6 +685,10 @@ class Indexer:
         exception is raised whose ``accepted`` says how many were)."""
         bl = _encode_all(bodies)
         n = len(bl)
+        for name, v in (("ids", ids), ("routings", routings), ("contexts", contexts)):
+            if v is not None and len(v) != n:
+                raise ValueError("add_many: %d %s for %d bodies (they must be as many)"
+                                 % (len(v), name, n))
         if n == 0:
             return 0
         opc = _clib.OPS.get(op)
@@ -714,6 +718,9 @@ class Indexer:
             prepared.append((opc, index, id_, routing, encode_body(body), o))
         if contexts is None:
             contexts = [context] * len(prepared)
+        elif len(contexts) != len(prepared):
+            raise ValueError("add_actions: %d contexts for %d actions (they must be as many)"
+                             % (len(contexts), len(prepared)))
         return self._add_prepared(prepared, contexts, on_result)
 
     def _add_prepared(self, prepared: Sequence[Tuple[int, str, Any, Any, Optional[bytes],
@@ -766,6 +773,13 @@ class Indexer:
         conversion per element."""
         eb = self._handle()
         n = len(bodies)
+        # the C call reads n elements of every array: a shorter one would be
+        # read past its end
+        for name, v in (("ops", ops), ("indices", indices), ("ids", ids),
+                        ("routings", routings), ("opts", opts), ("toks", toks)):
+            if v is not None and not isinstance(v, (int, bytes)) and len(v) != n:
+                raise ValueError("esbulk: %d %s for %d bodies (they must be as many)"
+                                 % (len(v), name, n))
         if routings is not None and not any(r is not None for r in routings):
             routings = None
         if ids is not None and not any(i is not None for i in ids):

@@ -321,3 +321,26 @@ def test_results_read_one_field_at_a_time_gives_the_same(url, make_index, monkey
     batch, each = run(True), run(False)
     assert len(batch) == 120 and batch == each
     assert sum(not v[0] for v in batch.values()) == 3
+
+
+def test_add_many_refuses_lists_of_other_lengths_before_the_c_call(url, make_index):
+    """ids / routings / contexts shorter (or longer) than bodies: a
+    ValueError and nothing added; the C call would read past the shorter
+    arrays (garbage _ids, or a crash)."""
+    index = make_index()
+    got = []
+    with esbulk.Indexer(url, on_result=got.append) as ix:
+        for kw in ({"ids": ["a"]}, {"routings": ["r"] * 3}, {"contexts": [1]},
+                   {"ids": ["a"] * 60}):
+            with pytest.raises(ValueError) as e:
+                ix.add_many(index, [{"n": i} for i in range(51)], **kw)
+            assert "51 bodies" in str(e.value), e.value
+            assert len(ix) == 0
+        with pytest.raises(ValueError):
+            ix.add_actions([{"_index": index, "n": 1}] * 3, contexts=[1])
+        with pytest.raises(ValueError):  # the internal batch call checks too
+            ix._add_batch(0, index.encode(), [b"a"], None, [b'{"n":1}', b'{"n":2}'], None,
+                          None)
+        assert len(ix) == 0
+        ix.add_many(index, [{"n": 1}], ids=["ok"])
+    assert [r.id for r in got] == ["ok"]
