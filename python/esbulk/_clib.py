@@ -20,11 +20,15 @@ from typing import List, Optional
 # esbulk_err_t (include/esbulk.h)
 OK = 0
 ERR_INVALID_ARG = -1
+ERR_NOMEM = -2
+ERR_INVALID_UTF8 = -3
 ERR_UNKNOWN_KEY = -4
 ERR_BAD_VALUE = -5
 ERR_QUEUE_FULL = -14
 ERR_TIMED_OUT = -15
 ERR_CLOSED = -16
+ERR_DOC_TOO_LARGE = -17
+ERR_INVALID_JSON = -18
 ERR_ITEM = -19
 ERR_RESULTS_HELD = -23
 

@@ -663,10 +663,12 @@ class Indexer:
                                  % text, rc, accepted)
         if rc == _clib.ERR_CLOSED:
             raise EsbulkError("esbulk: the Indexer is closed", rc, accepted)
-        if rc == -2:
+        if rc == _clib.ERR_NOMEM:
             raise MemoryError(text)
-        raise InvalidDocumentError("esbulk: document %d refused: %s" % (accepted, text), rc,
-                                   accepted)
+        e = InvalidDocumentError("esbulk: document %d refused: %s" % (accepted, text), rc,
+                                 accepted)
+        e.reason = text  # the library's own words (the helpers' failed item)
+        raise e
 
     def _wait_for_room(self) -> None:
         # A full buffer will not drain by waiting for flush.interval.ms: send

@@ -27,7 +27,11 @@ class ConfigError(EsbulkError, ValueError):
 
 class InvalidDocumentError(EsbulkError, ValueError):
     """A document refused at add time (bad JSON, too large, bad UTF-8 or
-    options that do not fit the operation); it gets no result."""
+    options that do not fit the operation); it gets no result. ``accepted``
+    is its position in the call (the documents before it were added),
+    ``reason`` the library's explanation."""
+
+    reason: str = ""
 
 
 class QueueFullError(EsbulkError, BufferError):

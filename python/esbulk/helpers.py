@@ -27,6 +27,9 @@ is installed) as opensearch-py's. What differs, and why:
   retries used up) is reported like the peer's failed request: raised as
   esbulk.TransportError when raise_on_exception, else an item with "error",
   "status", "exception" and the action's data.
+- A document the library refuses at add time (not JSON, over max.doc.bytes,
+  which the helpers raise to the server's 100 MiB) is a failed item (400) of
+  its own in its place; the rest go on.
 - Keyword arguments the peer passes to client.bulk(): ``index`` (the default
   _index), ``pipeline``, ``refresh``, ``timeout`` / ``request_timeout``
   (seconds) are supported; ``esbulk_conf={...}`` passes any libesbulk key.
@@ -62,6 +65,7 @@ _UNDERSCORED = {"_if_seq_no", "_if_primary_term", "_parent", "_retry_on_conflict
 # IN_FLIGHT_DOCS, and as many as keep every node's max.inflight.per.node
 # requests busy with more queued on each destination (_window), up to
 # MAX_AHEAD_DOCS (the actions of the chunks not yielded yet are held).
+HELPERS_MAX_DOC_BYTES = 100 * 1024 * 1024  # the helpers' max.doc.bytes
 IN_FLIGHT_DOCS = 10000
 MAX_AHEAD_DOCS = 100000
 
@@ -258,6 +262,9 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     conf["flush.bytes"] = max(1024, min(int(max_chunk_bytes), 1073741824))
     if max_retries > 10:
         conf["retry.max"] = min(int(max_retries), 1000)
+    # as large a document as the server takes by default (http.max_content_length,
+    # 100mb), as opensearch-py sends it; the library's own default is 10 MiB
+    conf["max.doc.bytes"] = HELPERS_MAX_DOC_BYTES
     index = kwargs.pop("index", None)
     if kwargs.get("pipeline") is not None:
         conf["bulk.pipeline"] = kwargs.pop("pipeline")
@@ -318,7 +325,8 @@ def _chunk_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: boo
             raise RuntimeError("esbulk: a result is missing")
         op_type = op_types[k]
         item_answer = r.ok or r.error == _clib.ERR_ITEM or (
-            r.status and r.error == -20)  # retries exhausted on an item status (429)
+            r.status and r.error == -20) or (  # retries exhausted on an item status (429)
+            r.error in _REFUSED_AT_ADD)  # the helper's own 400 item (submit's refuse())
         if not item_answer:
             _, info = _request_failure(r, op_type, chunk.meta(k), datas[k], raise_on_exception,
                                        ignore_status)
@@ -496,6 +504,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     ix._sink = _sink_for(live, shift, counts)
     next_chunk = iter(range(1 << 62)).__next__
     clean = False
+    taken = 0  # actions handed to submit() so far
     reader: Optional[_Reader] = None
     # the default expand_action is done inline for a plain dict (the same
     # result, without its copy of the action)
@@ -519,7 +528,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     def submit(op_types: List[str], metas: List[Any], datas: List[Any], idxs: List[Any],
                ids: List[Any], bodies: List[Optional[bytes]], acts: Optional[List[Any]],
                slow: bool) -> None:
+        nonlocal taken
         n = len(op_types)
+        first = taken  # the position of the chunk's first action in the stream
         try:
             opcs = list(map(_clib.OPS.__getitem__, op_types))
         except KeyError:
@@ -528,32 +539,44 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             bad = _Chunk(0, op_types, metas, datas, idxs, ids, None)
             for k in range(n):  # the first bad one, in order
                 if op_types[k] not in _clib.OPS:
-                    raise ValueError("unknown _op_type %r" % (op_types[k],))
+                    raise ValueError("action %d: unknown _op_type %r" % (first + k, op_types[k]))
                 if idxs[k] is None:
-                    raise ValueError("action without _index and no index= given: %r" %
-                                     (bad.meta(k),))
-        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts, counts)
+                    raise ValueError("action %d: no _index and no index= given: %r" %
+                                     (first + k, bad.meta(k)))
         distinct = set(idxs)
         ib: Union[bytes, List[bytes]]
-        if len(distinct) == 1:
-            ib = ix._index_bytes(idxs[0])
-        else:
-            bmap = {i: ix._index_bytes(i) for i in distinct}
-            ib = list(map(bmap.__getitem__, idxs))
+        try:
+            if len(distinct) == 1:
+                ib = ix._index_bytes(idxs[0])
+            else:
+                bmap = {i: ix._index_bytes(i) for i in distinct}
+                ib = list(map(bmap.__getitem__, idxs))
+        except _errors.InvalidDocumentError as e:
+            k = next(k for k, i in enumerate(idxs) if not isinstance(i, str) or not i)
+            raise ValueError("action %d: %s" % (first + k, e)) from None
+        c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts, counts)
         routings: Optional[List[Any]] = None
         optl: Optional[List[Optional[int]]] = None
+        # documents refused before the library saw them (options that do not
+        # fit): position -> (esbulk_err_t, why)
+        pre: Dict[int, Tuple[int, str]] = {}
         try:
             if slow:  # some actions had other meta keys: routing, options
                 routings, optl = [], []
-                for m in metas:
+                for k, m in enumerate(metas):
                     if type(m) is dict:
                         r = m.get("routing")
-                        routings.append(None if r is None else str(r).encode("utf-8"))
-                        o = {k: m[k] for k in _OPTS if m.get(k) is not None}
+                        routings.append(_utf8(r))
+                        o = {k2: m[k2] for k2 in _OPTS if m.get(k2) is not None}
                         if o:
-                            for k in _OPTS:
-                                o.setdefault(k, None)
-                            optl.append(ix._make_opts(**o))
+                            for k2 in _OPTS:
+                                o.setdefault(k2, None)
+                            try:
+                                optl.append(ix._make_opts(**o))
+                            except (_errors.InvalidDocumentError, TypeError, ValueError) as e:
+                                optl.append(None)
+                                pre[k] = (getattr(e, "code", 0) or _clib.ERR_INVALID_ARG,
+                                          getattr(e, "reason", "") or str(e))
                         else:
                             optl.append(None)
                     else:
@@ -563,13 +586,59 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     optl = None
             chunks.append(c)
             live[c.no] = c
+            taken += n
             base = c.no << shift
-            ix._add_batch(opcs, ib, _encode_ids(ids), routings, bodies, optl,
-                          range(base, base + n))  # type: ignore[arg-type]
+            eids = _encode_ids(ids)
+            if not pre:
+                try:  # the common case: the whole chunk in one call
+                    ix._add_batch(opcs, ib, eids, routings, bodies, optl,
+                                  range(base, base + n))  # type: ignore[arg-type]
+                    return
+                except _errors.InvalidDocumentError as e:
+                    refuse(c, e.accepted, e.code, e.reason or str(e))
+                    pos = e.accepted + 1
+            else:
+                pos = 0
+            # One document refused at add time (not JSON, over max.doc.bytes,
+            # bad UTF-8, options that do not fit): a failed item of its own,
+            # as the server's refusal would be, and the rest of the chunk is
+            # added after it.
+            while pos < n:
+                if pos in pre:
+                    refuse(c, pos, *pre[pos])
+                    pos += 1
+                    continue
+                end = min([k for k in pre if k > pos] or [n])
+                sl = slice(pos, end)
+                try:
+                    ix._add_batch(opcs[sl], ib if isinstance(ib, bytes) else ib[sl],
+                                  None if eids is None else eids[sl],
+                                  None if routings is None else routings[sl], bodies[sl],
+                                  None if optl is None else optl[sl],
+                                  range(base + pos, base + end))  # type: ignore[arg-type]
+                    pos = end
+                except _errors.InvalidDocumentError as e:
+                    refuse(c, pos + e.accepted, e.code, e.reason or str(e))
+                    pos += e.accepted + 1
         finally:
             for o2 in optl or ():
                 if o2:
                     lib.esbulk_docopts_destroy(o2)
+
+    def refuse(c: _Chunk, k: int, code: int, why: str) -> None:
+        """Action k of chunk c, refused at add time: its failed item (status
+        400, as the server's answer to such a document)."""
+        etype = "mapper_parsing_exception" if code == _clib.ERR_INVALID_JSON else \
+            "illegal_argument_exception"
+        i = c.ids[k]
+        id_ = None if i is None else i.decode("utf-8", "replace") if isinstance(
+            i, (bytes, bytearray)) else str(i)
+        c.out[k] = _make_result((_clib.OUTCOME_FAILED, code, _clib.OPS[c.op_types[k]], 400, 0,
+                                 0, -1, -1, -1, c.idxs[k], id_, None),
+                                (etype, "esbulk refused the document: %s" % (why,), None),
+                                None, None)
+        c.bad += 1
+        c.left -= 1
 
     def wait_window() -> Iterator[Any]:
         """Waits while the library holds `ahead` documents without their
@@ -724,6 +793,20 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
         # Normal end: nothing is left. Stopped early (an exception, or the
         # caller stopped iterating): what was handed over is still sent.
         ix.close(None if clean else 30)
+
+
+# esbulk_err_t of a document refused at add time (never a delivered result's)
+_REFUSED_AT_ADD = frozenset((_clib.ERR_INVALID_ARG, _clib.ERR_INVALID_UTF8,
+                             _clib.ERR_DOC_TOO_LARGE, _clib.ERR_INVALID_JSON))
+
+
+def _utf8(v: Any) -> Optional[bytes]:
+    """An _id / routing as UTF-8: None stays None, str encoded, others through str()."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    return str(v).encode("utf-8")
 
 
 def _encode_ids(ids: List[Any]) -> Optional[List[Optional[bytes]]]:

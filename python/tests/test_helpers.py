@@ -257,3 +257,61 @@ def test_undeliverable_documents_raise_or_are_reported():
     assert info["_id"] == "0" and info["data"] == {"n": 0} and "exception" in info
     with pytest.raises(TypeError):
         helpers.bulk("http://127.0.0.1:1", acts, no_such_argument=1)
+
+
+def test_a_document_refused_at_add_time_is_a_failed_item_and_the_rest_go_on(client,
+                                                                             make_index):
+    """Not JSON, over max.doc.bytes, options that do not fit: each is a 400
+    item of its own (as the server's refusal of such a document is in
+    opensearch-py), in the order of the actions; the rest of its chunk and
+    of the stream are sent."""
+    index = make_index()
+    acts = ['{"n": %d}' % i for i in range(1000)]
+    acts[700] = '{"n": 700'                                   # truncated JSON
+    acts[200] = '{"n": 200, "pad": "%s"}' % ("x" * 300)       # over max.doc.bytes
+    acts[999] = '{"n": 999'                                   # the last one
+    got = list(helpers.streaming_bulk(client, acts, index=index, chunk_size=500,
+                                      raise_on_error=False, raise_on_exception=False,
+                                      esbulk_conf={"max.doc.bytes": 256}))
+    assert len(got) == 1000
+    assert [k for k, (ok, _) in enumerate(got) if not ok] == [200, 700, 999]
+    for k in (200, 700, 999):
+        (op, it), = got[k][1].items()
+        assert op == "index" and it["status"] == 400, it
+        assert it["error"]["type"] == ("illegal_argument_exception" if k == 200
+                                       else "mapper_parsing_exception"), it
+        assert "esbulk" in it["error"]["reason"]
+    assert count(index) == 997
+    # opensearch-py reports the same document the same way (the server refuses it)
+    peer_got = list(peer.streaming_bulk(client, ['{"n": 1}', '{"n": 2', '{"n": 3}'],
+                                        index=index, raise_on_error=False))
+    ours = list(helpers.streaming_bulk(client, ['{"n": 1}', '{"n": 2', '{"n": 3}'],
+                                       index=index, raise_on_error=False))
+    assert [ok for ok, _ in ours] == [ok for ok, _ in peer_got] == [True, False, True]
+    assert ours[1][1]["index"]["status"] == peer_got[1][1]["index"]["status"] == 400
+    assert ours[1][1]["index"]["error"]["type"] == peer_got[1][1]["index"]["error"]["type"]
+
+    # raise_on_error: counts as a failed item (BulkIndexError with its data)
+    index2 = make_index("raise")
+    dicts = [{"_index": index2, "_id": str(i), "n": i} for i in range(10)]
+    dicts[4] = {"_index": index2, "_id": "4", "n": 4, "_version_type": "external"}
+    with pytest.raises(helpers.BulkIndexError) as e:
+        helpers.bulk(client, dicts)
+    assert len(e.value.errors) == 1
+    it = e.value.errors[0]["index"]
+    assert it["_id"] == "4" and it["status"] == 400 and it["data"] == {"n": 4}
+    assert "version_type" in it["error"]["reason"]
+    assert helpers.bulk(client, dicts, raise_on_error=False)[0] == 9
+    assert count(index2) == 9
+
+
+def test_helpers_take_documents_up_to_the_servers_default_limit(client, make_index):
+    """max.doc.bytes is 100 MiB in the helpers (the server's
+    http.max_content_length), not the library's 10 MiB: an 11 MiB document
+    is indexed, as with opensearch-py."""
+    index = make_index()
+    big = {"s": "x" * (11 * 1024 * 1024)}
+    acts = [{"_index": index, "_id": "before", "n": 1}, {"_index": index, "_id": "big", **big},
+            {"_index": index, "_id": "after", "n": 2}]
+    assert helpers.bulk(client, acts, raise_on_error=False) == (3, [])
+    assert count(index) == 3
