@@ -927,9 +927,20 @@ class Indexer:
         with self._lock:
             if self._eb is None:
                 return 0
-            left = self.flush(timeout)
-            lib.esbulk_close(self._eb, 0)
             first: Optional[BaseException] = None
+            deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+            while True:
+                try:
+                    left = self.flush(None if deadline is None else
+                                      max(0.0, deadline - time.monotonic()))
+                    break
+                except Exception as e:  # a callback's: keep flushing, raise it at the end
+                    if first is None:
+                        first = e
+                    if deadline is not None and time.monotonic() >= deadline:
+                        left = len(self)
+                        break
+            lib.esbulk_close(self._eb, 0)
             while True:
                 try:
                     n = self._pull(0)

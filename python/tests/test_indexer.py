@@ -344,3 +344,28 @@ def test_add_many_refuses_lists_of_other_lengths_before_the_c_call(url, make_ind
         assert len(ix) == 0
         ix.add_many(index, [{"n": 1}], ids=["ok"])
     assert [r.id for r in got] == ["ok"]
+
+
+def test_close_serves_all_when_a_callback_raises(url, make_index):
+    """A callback raising on the 2nd of 5 results inside close()'s flush: the
+    other 3 are still served, the handle is freed, then the exception is
+    re-raised (with and without a timeout)."""
+    for timeout in (None, 30):
+        index = make_index(("t%s" % timeout).lower())
+        served = []
+
+        def cb(r):
+            served.append(r.id)
+            if len(served) == 2:
+                raise KeyError("callback failed on %s" % r.id)
+
+        ix = esbulk.Indexer(url, on_result=cb, flush_interval_ms=60000)
+        with pytest.raises(KeyError):
+            with ix:
+                for i in range(5):
+                    ix.add(index, {"n": i}, id=str(i))
+                assert len(ix) == 5
+        assert sorted(served) == ["0", "1", "2", "3", "4"]
+        assert ix._eb is None and len(ix) == 0
+        assert ix.close(timeout) == 0  # closed: a no-op
+        assert count(index) == 5
