@@ -1,5 +1,6 @@
 """esbulk.Indexer: the producer object over libesbulk's pull API."""
 import array
+import atexit
 import collections
 import ctypes
 import itertools
@@ -8,6 +9,8 @@ import logging
 import re
 import threading
 import time
+import warnings
+import weakref
 from ctypes import byref, c_char_p, c_int32, c_size_t, c_void_p
 from typing import (Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence,
                     Tuple, Union)
@@ -490,6 +493,10 @@ class Indexer:
     number of threads; poll/flush/close from one at a time.
     """
 
+    # An Indexer still open at interpreter exit is closed then, waiting this
+    # many seconds at most for its documents (0: dropped at once).
+    exit_timeout: float = 5.0
+
     def __init__(self, hosts: Any = None, *, on_result: Optional[ResultCallback] = None,
                  block: bool = False, **conf: Any) -> None:
         self._eb: Optional[int] = None
@@ -531,6 +538,7 @@ class Indexer:
             if not eb:
                 raise EsbulkError("esbulk_new: %s" % _clib.dec(err.value))
             self._eb = eb
+            _open.add(self)
         finally:
             lib.esbulk_conf_destroy(c)
 
@@ -952,6 +960,7 @@ class Indexer:
                 if n == 0 and not self._ready:
                     break
             eb, self._eb = self._eb, None
+            _open.discard(self)
             lib.esbulk_destroy(eb)
             if first is not None:
                 raise first
@@ -980,10 +989,90 @@ class Indexer:
         self.close()
 
     def __del__(self) -> None:
+        """Garbage-collected unclosed: the handle is closed at once (timeout
+        0: no wait and no callback here, where the collector may run at any
+        point of any thread), its unserved results dropped, and it says so:
+        a ResourceWarning, and a WARNING on the "esbulk" logger with the
+        documents dropped when there were any."""
         eb = getattr(self, "_eb", None)
-        if eb is not None:  # not closed: the remaining results are dropped unserved
-            self._eb = None
+        if eb is None:
+            return
+        self._eb = None
+        try:
+            pending = int(lib.esbulk_pending(eb)) + len(self._ready)
+            counts = [0, 0, 0]  # indexed, failed (not sent), possibly
+            if pending:
+                lib.esbulk_close(eb, 0)
+                counts = _outcomes_left(eb, self._out)
+                for r in self._ready:
+                    if 0 <= r.outcome_code < 3:
+                        counts[r.outcome_code] += 1
             lib.esbulk_destroy(eb)
+            what = "esbulk.Indexer garbage-collected without close()"
+            warnings.warn("unclosed %r: %s" % (self, what), ResourceWarning, source=self)
+            if pending:
+                _log.warning("%s: %d document(s) had no result served; %d not delivered "
+                             "(dropped), %d possibly indexed (their request was in flight), "
+                             "%d indexed. Call close() (or use `with`) to send them and get "
+                             "their results.", what, pending, counts[1], counts[2], counts[0])
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+def _outcomes_left(eb: int, out: Any) -> List[int]:
+    """Pulls the results left on a closed handle without serving them:
+    how many were [indexed, failed, possibly]."""
+    counts = [0, 0, 0]
+    while True:
+        n = lib.esbulk_poll_results(eb, out, POLL_BATCH, 0)
+        if n <= 0:
+            return counts
+        try:
+            for i in range(n):
+                oc = lib.esbulk_result_outcome(out[i])
+                if 0 <= oc < 3:
+                    counts[oc] += 1
+        finally:
+            lib.esbulk_results_release(eb)
+
+
+# Indexers not closed yet: those still open at interpreter exit are closed
+# then, waiting at most Indexer.exit_timeout seconds in all (never hanging
+# the exit), their results served.
+_open: "weakref.WeakSet[Indexer]" = weakref.WeakSet()
+
+
+def _close_at_exit() -> None:
+    left_ixs = list(_open)
+    if not left_ixs:
+        return
+    deadline = time.monotonic() + max(ix.exit_timeout for ix in left_ixs)
+    for ix in left_ixs:
+        try:
+            if ix._eb is None:
+                continue
+            pending = len(ix)
+            if pending:
+                _log.warning("esbulk.Indexer not closed at exit: closing it, waiting up to "
+                             "%.1f s for %d document(s) without a result",
+                             max(0.0, deadline - time.monotonic()), pending)
+            # a thread left polling (a daemon) may hold the lock: do not wait for it forever
+            if not ix._lock.acquire(timeout=max(0.01, deadline - time.monotonic())):
+                _log.warning("esbulk.Indexer not closed at exit: another thread is using it; "
+                             "%d document(s) dropped", pending)
+                continue
+            try:
+                left = ix.close(max(0.0, min(ix.exit_timeout, deadline - time.monotonic())))
+            finally:
+                ix._lock.release()
+            if left:
+                _log.warning("esbulk.Indexer closed at exit: %d document(s) were not "
+                             "delivered in time (see their results)", left)
+        except Exception as e:  # a callback's, or anything else: the exit goes on
+            _log.warning("esbulk.Indexer closed at exit: %s: %s", type(e).__name__, e)
+
+
+atexit.register(_close_at_exit)
 
 
 _META_KEYS = {"_op_type", "_index", "_id", "_routing", "routing", "_source", "_if_seq_no",

@@ -369,3 +369,57 @@ def test_close_serves_all_when_a_callback_raises(url, make_index):
         assert ix._eb is None and len(ix) == 0
         assert ix.close(timeout) == 0  # closed: a no-op
         assert count(index) == 5
+
+
+def test_an_indexer_never_closed_warns_of_the_documents_it_drops(caplog):
+    """Garbage-collected unclosed: a ResourceWarning, and a WARNING on the
+    "esbulk" logger with how many documents were dropped (no result)."""
+    import gc
+    import warnings
+    caplog.set_level("WARNING", logger="esbulk")
+    ix = esbulk.Indexer("http://127.0.0.1:1", connect_timeout_ms=100, retry_max=1000,
+                        delivery_timeout_ms=0)  # nothing can be delivered
+    ix.add_many("nowhere", [{"n": i} for i in range(3)])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        del ix
+        gc.collect()
+    assert any(issubclass(x.category, ResourceWarning) and "esbulk.Indexer" in str(x.message)
+               for x in w), [str(x.message) for x in w]
+    msgs = [r.getMessage() for r in caplog.records
+            if r.name == "esbulk" and r.levelname == "WARNING"]
+    assert any("without close()" in m and "3 document(s)" in m for m in msgs), msgs
+
+
+_EXIT_SCRIPT = """
+import sys, esbulk
+url, index, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+esbulk.Indexer.exit_timeout = float(sys.argv[4])
+ix = esbulk.Indexer(url, flush_interval_ms=600000, flush_docs=100000,
+                    connect_timeout_ms=100, retry_max=1000, delivery_timeout_ms=0)
+ix.add_many(index, [{"n": i} for i in range(n)])
+print(len(ix))
+"""
+
+
+def test_an_indexer_open_at_exit_is_closed_in_bounded_time(url, make_index, tmp_path):
+    """A module-level Indexer still open when the program ends: its buffered
+    documents are sent (all of them, here) with a warning; against a cluster
+    that cannot be reached, the exit waits exit_timeout, not forever."""
+    index = make_index()
+    script = tmp_path / "exit_unclosed.py"
+    script.write_text(_EXIT_SCRIPT)
+    p = subprocess.run([sys.executable, str(script), url, index, "2500", "60"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["2500"]
+    assert "not closed at exit" in p.stderr and "2500 document(s)" in p.stderr, p.stderr
+    assert count(index) == 2500
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, str(script), "http://127.0.0.1:1", "nowhere", "3",
+                        "0.5"], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    assert "not closed at exit" in p.stderr and "3 document(s) were not delivered" in p.stderr, \
+        p.stderr
+    assert took < 30, took  # 0.5 s of waiting plus the interpreter's start
