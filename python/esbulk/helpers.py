@@ -687,98 +687,119 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     dumps = _dumps
     # a plain action dict's keys (as a tuple, in order) -> _shape's answer
     shapes: Dict[Tuple[Any, ...], Any] = {}
+    in_yield = False  # inside a yield of results (see out())
+    input_error: Optional[BaseException] = None
+    interrupted = False
+
+    def out(g: Iterator[Any]) -> Iterator[Any]:
+        """Yields g's results, marking that an exception meanwhile is theirs
+        (or the caller's, thrown in at the yield), not the actions'."""
+        nonlocal in_yield
+        in_yield = True
+        yield from g
+        in_yield = False
+
     try:
-        op_types: List[str] = []
-        metas: List[Any] = []
-        datas: List[Any] = []
-        idxs: List[Any] = []
-        ids: List[Any] = []
-        bodies: List[Optional[bytes]] = []
-        acts: Optional[List[Any]] = [] if yield_action else None
-        slow = False
-        size = 0
-        since_poll = 0
-        for a in (actions if flush_after is None else source()):
-            if a is _IDLE or a is None:
-                if a is None and op_types:  # flush_after_seconds with no new action
+        try:
+            op_types: List[str] = []
+            metas: List[Any] = []
+            datas: List[Any] = []
+            idxs: List[Any] = []
+            ids: List[Any] = []
+            bodies: List[Optional[bytes]] = []
+            acts: Optional[List[Any]] = [] if yield_action else None
+            slow = False
+            size = 0
+            since_poll = 0
+            for a in (actions if flush_after is None else source()):
+                if a is _IDLE or a is None:
+                    if a is None and op_types:  # flush_after_seconds with no new action
+                        submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
+                        op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
+                        size, slow = 0, False
+                        acts = [] if yield_action else None
+                        yield from out(wait_window())
+                        # sent now, not after the library's flush.interval.ms
+                        ix.flush(0.001)
+                    ix.poll(0)
+                    yield from out(ready_heads())
+                    continue
+                m: Any = None
+                if fast and type(a) is dict:
+                    keys = tuple(a)
+                    sh = shapes.get(keys)
+                    if sh is None:
+                        if len(shapes) >= 64:
+                            shapes.clear()
+                        sh = shapes[keys] = _shape(keys)
+                    if sh is not False:
+                        mask, has_op, has_src, drop = sh
+                        op_type = a["_op_type"] if has_op else "index"
+                        if not (has_op and op_type == "update" and has_src and
+                                not isinstance(a["_source"], Mapping)):
+                            # what expand_action gives, without copying the action
+                            m = mask
+                            if op_type == "delete":
+                                data = None
+                            elif has_src:
+                                data = a["_source"]
+                            else:
+                                data = {k: v for k, v in a.items() if k not in drop}
+                            if m:
+                                ri = a["_index"] if m & 1 else None
+                                id_ = a["_id"] if m & 2 else None
+                                index = ri if m & 1 else default_index
+                            else:
+                                ri, id_, index = None, None, default_index
+                if m is None:
+                    action, data = expand_action_callback(a)
+                    (op_type, m), = action.items() if isinstance(action, Mapping) else \
+                        json.loads(action).items()
+                    ri = m.get("_index")
+                    id_ = m.get("_id")
+                    index = m.get("_index", default_index)
+                    if not slow and not m.keys() <= _FAST_META:
+                        slow = True
+                if op_type == "delete" or data is None:
+                    body = None
+                else:
+                    t = type(data)
+                    body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
+                cur = 32 + len(ri or "") + len(str(id_ or "")) + \
+                    (len(body) + 1 if body is not None else 0)
+                if op_types and (size + cur > max_chunk_bytes or len(op_types) == chunk_size):
                     submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
                     op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
                     size, slow = 0, False
                     acts = [] if yield_action else None
-                    yield from wait_window()
-                    # sent now, not after the library's flush.interval.ms
-                    ix.flush(0.001)
-                ix.poll(0)
-                yield from ready_heads()
-                continue
-            m: Any = None
-            if fast and type(a) is dict:
-                keys = tuple(a)
-                sh = shapes.get(keys)
-                if sh is None:
-                    if len(shapes) >= 64:
-                        shapes.clear()
-                    sh = shapes[keys] = _shape(keys)
-                if sh is not False:
-                    mask, has_op, has_src, drop = sh
-                    op_type = a["_op_type"] if has_op else "index"
-                    if not (has_op and op_type == "update" and has_src and
-                            not isinstance(a["_source"], Mapping)):
-                        # what expand_action gives, without copying the action
-                        m = mask
-                        if op_type == "delete":
-                            data = None
-                        elif has_src:
-                            data = a["_source"]
-                        else:
-                            data = {k: v for k, v in a.items() if k not in drop}
-                        if m:
-                            ri = a["_index"] if m & 1 else None
-                            id_ = a["_id"] if m & 2 else None
-                            index = ri if m & 1 else default_index
-                        else:
-                            ri, id_, index = None, None, default_index
-            if m is None:
-                action, data = expand_action_callback(a)
-                (op_type, m), = action.items() if isinstance(action, Mapping) else \
-                    json.loads(action).items()
-                ri = m.get("_index")
-                id_ = m.get("_id")
-                index = m.get("_index", default_index)
-                if not slow and not m.keys() <= _FAST_META:
-                    slow = True
-            if op_type == "delete" or data is None:
-                body = None
-            else:
-                t = type(data)
-                body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
-            cur = 32 + len(ri or "") + len(str(id_ or "")) + \
-                (len(body) + 1 if body is not None else 0)
-            if op_types and (size + cur > max_chunk_bytes or len(op_types) == chunk_size):
+                    yield from out(wait_window())
+                    ix.poll(0)
+                    since_poll = 0
+                    yield from out(ready_heads())
+                elif since_poll >= 64:
+                    since_poll = 0
+                    ix.poll(0)
+                    yield from out(ready_heads())
+                since_poll += 1
+                op_types.append(op_type)
+                metas.append(m)
+                datas.append(data)
+                idxs.append(index)
+                ids.append(id_)
+                bodies.append(body)
+                if acts is not None:
+                    acts.append(a)
+                size += cur
+            if op_types:
                 submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
-                op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
-                size, slow = 0, False
-                acts = [] if yield_action else None
-                yield from wait_window()
-                ix.poll(0)
-                since_poll = 0
-                yield from ready_heads()
-            elif since_poll >= 64:
-                since_poll = 0
-                ix.poll(0)
-                yield from ready_heads()
-            since_poll += 1
-            op_types.append(op_type)
-            metas.append(m)
-            datas.append(data)
-            idxs.append(index)
-            ids.append(id_)
-            bodies.append(body)
-            if acts is not None:
-                acts.append(a)
-            size += cur
-        if op_types:
-            submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
+        except Exception as e:
+            if in_yield:  # raised by the results (BulkIndexError, TransportError)
+                raise
+            # The actions raised (the iterable, expand_action_callback, the
+            # encoding, an action refused): as opensearch-py, which yielded
+            # every chunk it sent before reading on, yield the results of
+            # what was handed to the library, then re-raise.
+            input_error = e
         while chunks:
             left = ix.flush(0.2)
             yield from ready_heads()
@@ -787,12 +808,19 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 raise RuntimeError("esbulk: %d result(s) never came" %
                                    sum(c.left for c in chunks))
         clean = True
+        if input_error is not None:
+            raise input_error
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         if reader is not None:
             reader.close()
         # Normal end: nothing is left. Stopped early (an exception, or the
-        # caller stopped iterating): what was handed over is still sent.
-        ix.close(None if clean else 30)
+        # caller stopped iterating): what was handed over is still sent,
+        # waiting up to 30 s. Ctrl-C: closed at once (what was not sent yet
+        # is not; what was in flight may be indexed).
+        ix.close(None if clean else 0 if interrupted else 30)
 
 
 # esbulk_err_t of a document refused at add time (never a delivered result's)

@@ -315,3 +315,46 @@ def test_helpers_take_documents_up_to_the_servers_default_limit(client, make_ind
             {"_index": index, "_id": "after", "n": 2}]
     assert helpers.bulk(client, acts, raise_on_error=False) == (3, [])
     assert count(index) == 3
+
+
+def _gen_then_raise(index, n, exc):
+    for i in range(n):
+        yield {"_index": index, "_id": str(i), "n": i}
+    raise exc
+
+
+@pytest.mark.parametrize("flush_after", [None, 30])
+def test_when_the_actions_raise_the_results_of_what_was_sent_come_first(client, make_index,
+                                                                        flush_after):
+    """The generator raises after 5,000 actions (chunks of 500): as
+    opensearch-py, every chunk handed over has its results yielded (4,500:
+    the 10th chunk was still being filled), then the exception comes."""
+    kw = {} if flush_after is None else {"flush_after_seconds": flush_after}
+    out = {}
+    for name, h in (("peer", peer), ("esbulk", helpers)):
+        if name == "peer" and flush_after is not None:
+            continue
+        index = make_index(name)
+        seen = []
+        with pytest.raises(RuntimeError, match="source failed"):
+            for ok, item in h.streaming_bulk(client, _gen_then_raise(
+                    index, 5000, RuntimeError("source failed")), chunk_size=500,
+                    **(kw if name == "esbulk" else {})):
+                assert ok
+                seen.append(item["index"]["_id"])
+        out[name] = (seen, count(index))
+    assert out["esbulk"] == ([str(i) for i in range(4500)], 4500)
+    if "peer" in out:
+        assert out["peer"] == out["esbulk"]
+
+
+def test_ctrl_c_stops_the_helpers_at_once():
+    """KeyboardInterrupt (here from the generator) with documents the library
+    cannot deliver: the helper closes at once, not after a 30 s wait."""
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        helpers.bulk("http://127.0.0.1:1", _gen_then_raise("nowhere", 20, KeyboardInterrupt()),
+                     chunk_size=5, esbulk_conf={"connect.timeout.ms": 100, "retry.max": 1000,
+                                                "delivery.timeout.ms": 0})
+    took = time.monotonic() - t0
+    assert took < 10, took
