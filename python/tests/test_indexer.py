@@ -423,3 +423,54 @@ def test_an_indexer_open_at_exit_is_closed_in_bounded_time(url, make_index, tmp_
     assert "not closed at exit" in p.stderr and "3 document(s) were not delivered" in p.stderr, \
         p.stderr
     assert took < 30, took  # 0.5 s of waiting plus the interpreter's start
+
+
+_ENCODE_SCRIPT = r"""
+import sys
+if sys.argv[1] == "json":
+    sys.modules["orjson"] = None  # as if not installed
+import datetime, decimal, json, uuid
+import esbulk
+from esbulk._indexer import encode_body
+assert esbulk.JSON_ENCODER == sys.argv[1], esbulk.JSON_ENCODER
+doc = {"dt": datetime.datetime(2024, 1, 2, 3, 4, 5, 600000), "d": datetime.date(2024, 1, 2),
+       "tz": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+       "t": datetime.time(3, 4, 5), "u": uuid.UUID(int=1), "dec": decimal.Decimal("1.5"),
+       "s": "é"}
+out = {"doc": json.loads(encode_body(doc))}
+class Thing: pass
+for bad in ({1, 2}, Thing(), b"x"):
+    try:
+        encode_body({"v": bad})
+        out[type(bad).__name__] = "accepted"
+    except TypeError as e:
+        out[type(bad).__name__] = "TypeError"
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("encoder", ["orjson", "json"])
+def test_dicts_are_encoded_as_opensearch_py_encodes_them(tmp_path, encoder):
+    """datetime/date/time in ISO 8601 (a date field, not text), UUID as str,
+    Decimal as float; a set or an object of another class is a TypeError
+    (opensearch-py: SerializationError), never its str(). The same with
+    orjson and with json."""
+    import datetime
+    import decimal
+    import json
+    import uuid
+    from opensearchpy.serializer import JSONSerializer
+    script = tmp_path / "enc.py"
+    script.write_text(_ENCODE_SCRIPT)
+    p = subprocess.run([sys.executable, str(script), encoder], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    peer = json.loads(JSONSerializer().dumps(
+        {"dt": datetime.datetime(2024, 1, 2, 3, 4, 5, 600000), "d": datetime.date(2024, 1, 2),
+         "tz": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+         "u": uuid.UUID(int=1), "dec": decimal.Decimal("1.5"), "s": "é"}))
+    assert {k: v for k, v in out["doc"].items() if k != "t"} == peer
+    assert out["doc"]["dt"] == "2024-01-02T03:04:05.600000" and out["doc"]["dec"] == 1.5
+    assert out["doc"]["t"] == "03:04:05"  # opensearch-py refuses a time; orjson encodes it
+    assert (out["set"], out["Thing"], out["bytes"]) == ("TypeError",) * 3, out
