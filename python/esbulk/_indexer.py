@@ -500,12 +500,25 @@ def _bytes_arrays(v: List[Optional[bytes]], keep: List[Any]
     return ptrs_a, lens
 
 
+def _utf8(v: Any) -> Optional[bytes]:
+    """An _id or routing as bytes: None stays None, str is encoded to UTF-8,
+    bytes (bytearray, memoryview) are sent as they are (the library refuses
+    them if not UTF-8), anything else through str() (an int id)."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    return str(v).encode("utf-8")
+
+
 def _encode_strs(v: Sequence[Any]) -> List[Optional[bytes]]:
-    """ids / routings -> UTF-8 bytes (None stays None; others through str)."""
+    """ids / routings -> UTF-8 bytes (see _utf8)."""
     try:
         return list(map(str.encode, v))
     except TypeError:
-        return [None if i is None else str(i).encode("utf-8") for i in v]
+        return list(map(_utf8, v))
 
 
 def _encode_all(bodies: Iterable[Body]) -> List[Optional[bytes]]:
@@ -684,8 +697,8 @@ class Indexer:
             raise InvalidDocumentError("op must be index, create, update or delete, not %r"
                                        % (op,), _clib.ERR_INVALID_ARG)
         ib = self._index_bytes(index)
-        idb = None if id is None else str(id).encode("utf-8")
-        rb = None if routing is None else str(routing).encode("utf-8")
+        idb = _utf8(id)
+        rb = _utf8(routing)
         bb = encode_body(body)
         opts = self._make_opts(version, version_type, if_seq_no, if_primary_term, pipeline,
                                require_alias, retry_on_conflict)
@@ -795,8 +808,8 @@ class Indexer:
             for k, (opc, index, id_, routing, body, o) in enumerate(prepared):
                 ops.append(opc)
                 idx.append(self._index_bytes(index))
-                idl.append(None if id_ is None else str(id_).encode("utf-8"))
-                rtl.append(None if routing is None else str(routing).encode("utf-8"))
+                idl.append(_utf8(id_))
+                rtl.append(_utf8(routing))
                 bl.append(body)
                 optl.append(self._make_opts(**o) if o else None)
             toks = [self._token(on_result, contexts[k] if contexts is not None else None)

@@ -48,7 +48,7 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import Indexer, Result, _dumps, _make_result, conf_key, encode_body
+from ._indexer import Indexer, Result, _dumps, _make_result, _utf8, conf_key, encode_body
 from . import errors as _errors
 from .errors import TransportError
 
@@ -828,23 +828,15 @@ _REFUSED_AT_ADD = frozenset((_clib.ERR_INVALID_ARG, _clib.ERR_INVALID_UTF8,
                              _clib.ERR_DOC_TOO_LARGE, _clib.ERR_INVALID_JSON))
 
 
-def _utf8(v: Any) -> Optional[bytes]:
-    """An _id / routing as UTF-8: None stays None, str encoded, others through str()."""
-    if v is None:
-        return None
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    return str(v).encode("utf-8")
-
-
 def _encode_ids(ids: List[Any]) -> Optional[List[Optional[bytes]]]:
-    """The _ids as UTF-8 (None: none; str() of others), None when none has one."""
+    """The _ids as bytes (see _indexer._utf8: bytes as they are, str() of an
+    int), None when none has one."""
     try:
         return list(map(str.encode, ids))
     except TypeError:
         if not any(i is not None for i in ids):
             return None
-        return [None if i is None else str(i).encode("utf-8") for i in ids]
+        return list(map(_utf8, ids))
 
 
 _IDLE = object()  # source(): no action yet, the results may be served

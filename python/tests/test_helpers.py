@@ -358,3 +358,29 @@ def test_ctrl_c_stops_the_helpers_at_once():
                                                 "delivery.timeout.ms": 0})
     took = time.monotonic() - t0
     assert took < 10, took
+
+
+def test_bytes_ids_and_routings_are_sent_as_they_are(client, url, make_index):
+    """A bytes _id / routing is the UTF-8 it holds, not "b'abc'"; bytes that
+    are not UTF-8 are refused (Indexer: InvalidDocumentError; helpers: a 400
+    item). (opensearch-py's serializer raises SerializationError for them.)"""
+    index = make_index()
+    got = list(helpers.streaming_bulk(client, [
+        {"_index": index, "_id": b"abc", "n": 1},
+        {"_index": index, "_id": "d", "_routing": b"r1", "n": 2},
+        {"_index": index, "_id": b"\xff\xfe", "n": 3},
+        {"_index": index, "_id": 7, "n": 4}], raise_on_error=False))
+    assert [(ok, it["index"]["_id"]) for ok, it in got] == [
+        (True, "abc"), (True, "d"), (False, "\ufffd\ufffd"), (True, "7")]
+    assert got[2][1]["index"]["status"] == 400
+    assert client.get(index=index, id="d", routing="r1")["_routing"] == "r1"
+    res = []
+    with esbulk.Indexer(url, on_result=res.append) as ix:
+        ix.add(index, {"n": 5}, id=b"xyz", routing=b"r2")
+        ix.add_many(index, [{"n": 6}], ids=[b"many"], routings=[bytearray(b"r3")])
+        ix.add_actions([{"_index": index, "_id": b"act", "_routing": b"r4", "n": 7}])
+        with pytest.raises(esbulk.InvalidDocumentError):
+            ix.add(index, {"n": 8}, id=b"\xff")
+    assert sorted(r.id for r in res) == ["act", "many", "xyz"] and all(r.ok for r in res)
+    assert client.get(index=index, id="xyz", routing="r2")["_routing"] == "r2"
+    assert client.get(index=index, id="many", routing="r3")["_routing"] == "r3"
