@@ -327,10 +327,11 @@ def _error_fields(p: int, keep_body: bool, blen: Any) -> Tuple[Optional[str], Op
                                                                Optional[bytes]]:
     L = lib
     body = None
-    if keep_body:
-        bp = L.esbulk_result_body(p, byref(blen))
-        if bp:
-            body = ctypes.string_at(bp, blen.value)
+    # asked whatever keep_body says: the library keeps the bodies for every
+    # true value it takes (true, 1, yes) and answers NULL when it did not
+    bp = L.esbulk_result_body(p, byref(blen))
+    if bp:
+        body = ctypes.string_at(bp, blen.value)
     return (_clib.dec(L.esbulk_result_error_type(p)), _clib.dec(L.esbulk_result_error_reason(p)),
             body)
 

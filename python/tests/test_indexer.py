@@ -474,3 +474,20 @@ def test_dicts_are_encoded_as_opensearch_py_encodes_them(tmp_path, encoder):
     assert out["doc"]["dt"] == "2024-01-02T03:04:05.600000" and out["doc"]["dec"] == 1.5
     assert out["doc"]["t"] == "03:04:05"  # opensearch-py refuses a time; orjson encodes it
     assert (out["set"], out["Thing"], out["bytes"]) == ("TypeError",) * 3, out
+
+
+@pytest.mark.parametrize("keep", [True, 1, "1", "yes"])
+def test_result_keep_body_any_true_value_of_the_library(url, make_index, keep):
+    """result_keep_body=1 / "1" / "yes" are true to the library (it keeps the
+    bodies): Result.body has the failed document's body."""
+    index = make_index()
+    res = []
+    with esbulk.Indexer(url, on_result=res.append, result_keep_body=keep) as ix:
+        ix.add(index, {"n": "not a number"}, id="1")
+        ix.add(index, {"n": 2}, id="2")
+    byid = {r.id: r for r in res}
+    assert not byid["1"].ok and byid["1"].body == b'{"n":"not a number"}'
+    assert byid["2"].ok and byid["2"].body is None
+    with esbulk.Indexer(url, on_result=res.append, result_keep_body="no") as ix:
+        ix.add(index, {"n": "not a number"}, id="3")
+    assert not res[-1].ok and res[-1].body is None
