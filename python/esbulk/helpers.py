@@ -48,7 +48,8 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import Indexer, Result, _dumps, _make_result, _utf8, conf_key, encode_body
+from ._indexer import (Indexer, Result, _dumps, _make_result, _utf8, conf_key, conf_value,
+                       encode_body)
 from . import errors as _errors
 from .errors import TransportError
 
@@ -282,6 +283,12 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
                 t = float(t[:len(t) - len(unit)]) * mult.get(unit, 1)
             conf["request.timeout.ms"] = max(1, int(float(t) * 1000))
     conf.update(kwargs.pop("esbulk_conf", None) or {})
+    for k, v in conf.items():
+        if conf_key(k) in _UNUSABLE_KEYS and v is not None and \
+                conf_value(v) != _UNUSABLE_KEYS[conf_key(k)]:
+            raise ValueError("esbulk.helpers: esbulk_conf %s=%r cannot be used: the helpers "
+                             "need a result for every action (to yield or count it)"
+                             % (k, v))
     if kwargs:
         raise TypeError("esbulk.helpers: unsupported argument(s) %s" % ", ".join(sorted(kwargs)))
     inflight = 2  # max.inflight.per.node's default
@@ -291,6 +298,10 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     # block: a full buffer (buffer.max.docs / .bytes, e.g. large documents in
     # the window's chunks) waits for room instead of raising QueueFullError
     return Indexer(block=True, **conf), index, inflight
+
+
+# libesbulk keys the helpers cannot work with, and the only value they take
+_UNUSABLE_KEYS = {"result.failures_only": "false"}
 
 
 def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,

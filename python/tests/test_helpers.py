@@ -384,3 +384,12 @@ def test_bytes_ids_and_routings_are_sent_as_they_are(client, url, make_index):
     assert sorted(r.id for r in res) == ["act", "many", "xyz"] and all(r.ok for r in res)
     assert client.get(index=index, id="xyz", routing="r2")["_routing"] == "r2"
     assert client.get(index=index, id="many", routing="r3")["_routing"] == "r3"
+
+
+def test_esbulk_conf_keys_the_helpers_cannot_work_with_are_refused(url, make_index):
+    index = make_index()
+    for conf in ({"result.failures_only": True}, {"result_failures_only": "1"}):
+        with pytest.raises(ValueError, match="result.failures_only"):
+            helpers.bulk(url, ({"_index": index, "n": i} for i in range(10)), esbulk_conf=conf)
+    assert helpers.bulk(url, [{"_index": index, "n": 1}],
+                        esbulk_conf={"result.failures_only": False}) == (1, [])
