@@ -590,11 +590,19 @@ class Indexer:
             for k, v in settings:
                 rc = lib.esbulk_conf_set(c, k.encode(), v.encode(), err, len(err))
                 if rc != _clib.OK:
-                    raise ConfigError("%s: %s" % (k, _clib.dec(err.value) or _clib.err2str(rc)),
-                                      rc)
+                    msg = _clib.dec(err.value) or _clib.err2str(rc)
+                    # the library's message names the key already, mostly
+                    raise ConfigError(msg if k in msg else "%s: %s" % (k, msg), rc)
             eb = lib.esbulk_new(c, err, len(err))
             if not eb:
-                raise EsbulkError("esbulk_new: %s" % _clib.dec(err.value))
+                msg = _clib.dec(err.value) or "failed"
+                if msg == "out of memory":
+                    raise MemoryError("esbulk_new: out of memory")
+                if msg.startswith("cannot start"):  # a thread: not the configuration
+                    raise EsbulkError("esbulk_new: %s" % msg)
+                # the rest is the configuration's fault (a URL that cannot be
+                # used, no URL, credentials that conflict): a ValueError
+                raise ConfigError("esbulk_new: %s" % msg, _clib.ERR_BAD_VALUE)
             self._eb = eb
             _open.add(self)
         finally:

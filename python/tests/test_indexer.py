@@ -491,3 +491,18 @@ def test_result_keep_body_any_true_value_of_the_library(url, make_index, keep):
     with esbulk.Indexer(url, on_result=res.append, result_keep_body="no") as ix:
         ix.add(index, {"n": "not a number"}, id="3")
     assert not res[-1].ok and res[-1].body is None
+
+
+def test_configuration_refused_by_esbulk_new_is_a_config_error(url):
+    """Found only when the handle is made (a URL it cannot use, no URL,
+    credentials that conflict): ConfigError, a ValueError, as the keys'
+    own errors; a message names the key once."""
+    for hosts, conf in (("ftp://x", {}), ("", {}),
+                        (url, {"auth_username": "u", "auth_password": "p",
+                               "auth_api_key": "k"})):
+        with pytest.raises(esbulk.ConfigError) as e:
+            esbulk.Indexer(hosts, **conf)
+        assert isinstance(e.value, ValueError) and "esbulk_new" in str(e.value)
+    with pytest.raises(esbulk.ConfigError) as e:
+        esbulk.Indexer(url, flush_docs=0)
+    assert str(e.value).count("flush.docs") == 1, str(e.value)
