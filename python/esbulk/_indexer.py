@@ -1147,6 +1147,11 @@ _META_KEYS = {"_op_type", "_index", "_id", "_routing", "routing", "_source", "_i
               "pipeline", "require_alias", "_require_alias", "_parent", "_type"}
 
 
+_SOURCE_FILTER_MSG = ("an update's _source that is not a mapping (%r) is a source filter for "
+                      "the item's \"get\"; esbulk cannot send it nor return \"get\": drop "
+                      "_source from the action")
+
+
 def parse_action(a: Any) -> Tuple[int, str, Any, Any, Any, Dict[str, Any]]:
     """An action dict of the bulk helpers -> (op, index, id, routing, body, options)."""
     if isinstance(a, (str, bytes)):
@@ -1166,6 +1171,10 @@ def parse_action(a: Any) -> Tuple[int, str, Any, Any, Any, Dict[str, Any]]:
         body = None
     elif "_source" in a:
         body = a["_source"]
+        if opc == 2 and not isinstance(body, Mapping):
+            # opensearch-py: a source filter for the update's answer ("get"),
+            # on the action line; libesbulk sends no such field nor returns "get"
+            raise InvalidDocumentError(_SOURCE_FILTER_MSG % (body,), _clib.ERR_INVALID_ARG)
     else:
         body = {k: v for k, v in a.items() if k not in _META_KEYS}
     o: Dict[str, Any] = {}

@@ -48,8 +48,8 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import (Indexer, Result, _dumps, _make_result, _utf8, conf_key, conf_value,
-                       encode_body)
+from ._indexer import (_SOURCE_FILTER_MSG, Indexer, Result, _dumps, _make_result, _utf8,
+                       conf_key, conf_value, encode_body)
 from . import errors as _errors
 from .errors import TransportError
 
@@ -576,6 +576,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 routings, optl = [], []
                 for k, m in enumerate(metas):
                     if type(m) is dict:
+                        if "_source" in m and op_types[k] == "update":
+                            why = _SOURCE_FILTER_MSG % (m["_source"],)
+                            raise ValueError("action %d: %s" % (first + k, why))
                         r = m.get("routing")
                         routings.append(_utf8(r))
                         o = {k2: m[k2] for k2 in _OPTS if m.get(k2) is not None}

@@ -393,3 +393,23 @@ def test_esbulk_conf_keys_the_helpers_cannot_work_with_are_refused(url, make_ind
             helpers.bulk(url, ({"_index": index, "n": i} for i in range(10)), esbulk_conf=conf)
     assert helpers.bulk(url, [{"_index": index, "n": 1}],
                         esbulk_conf={"result.failures_only": False}) == (1, [])
+
+
+def test_an_update_with_a_source_filter_is_refused_clearly(url, make_index):
+    """{"_op_type": "update", "doc": ..., "_source": True}: opensearch-py puts
+    _source (a source filter) on the action line and yields the item's "get";
+    libesbulk can send neither: refused with a clear error, not sent without
+    its filter."""
+    index = make_index()
+    acts = [{"_index": index, "_id": "0", "n": 0},
+            {"_op_type": "update", "_index": index, "_id": "1", "doc": {"n": 1},
+             "doc_as_upsert": True, "_source": True}]
+    with pytest.raises(ValueError, match="action 1: an update's _source"):
+        list(helpers.streaming_bulk(url, acts))
+    with esbulk.Indexer(url) as ix:
+        with pytest.raises(ValueError, match="source filter"):
+            ix.add_actions(acts[1:])
+    # a mapping _source is the update's body, as before
+    ok, _ = helpers.bulk(url, [{"_op_type": "update", "_index": index, "_id": "2",
+                                "_source": {"doc": {"n": 2}, "doc_as_upsert": True}}])
+    assert ok == 1
