@@ -266,6 +266,15 @@ class Result:
                 it["_primary_term"] = f[7]
             it["status"] = f[3]
             return it
+        # what the server sent with a refusal too (libesbulk does not keep
+        # the item's _shards)
+        if f[8] >= 0:
+            it["_version"] = f[8]
+        if f[11] is not None:
+            it["result"] = f[11]
+        if f[6] >= 0:
+            it["_seq_no"] = f[6]
+            it["_primary_term"] = f[7]
         it["status"] = f[3] if f[3] else 500
         if f[1] == _clib.ERR_ITEM:
             it["error"] = _server_error(self.error_type, self.reason)

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import esbulk
+from esbulk import helpers
 from conftest import count, http
 
 N = 100000
@@ -431,6 +432,7 @@ if sys.argv[1] == "json":
     sys.modules["orjson"] = None  # as if not installed
 import datetime, decimal, json, uuid
 import esbulk
+from esbulk import helpers
 from esbulk._indexer import encode_body
 assert esbulk.JSON_ENCODER == sys.argv[1], esbulk.JSON_ENCODER
 doc = {"dt": datetime.datetime(2024, 1, 2, 3, 4, 5, 600000), "d": datetime.date(2024, 1, 2),
@@ -506,3 +508,22 @@ def test_configuration_refused_by_esbulk_new_is_a_config_error(url):
     with pytest.raises(esbulk.ConfigError) as e:
         esbulk.Indexer(url, flush_docs=0)
     assert str(e.value).count("flush.docs") == 1, str(e.value)
+
+
+def test_item_of_a_result_not_indexed_keeps_the_servers_meta(url, make_index):
+    """A delete of a missing document (404 not_found) and any refused item
+    carry the _version, result, _seq_no, _primary_term the server sent, as
+    opensearch-py's items do (not _shards: libesbulk does not keep it)."""
+    from esbulk._indexer import _make_result
+    r = _make_result((1, -19, 3, 404, 1, 0, 7, 1, 3, "i", "x", "not_found"),
+                     (None, None, None), None, None)
+    it = r.item()
+    assert (it["_version"], it["result"], it["_seq_no"], it["_primary_term"], it["status"]) \
+        == (3, "not_found", 7, 1, 404)
+    index = make_index()
+    got = list(helpers.streaming_bulk(url, [{"_index": index, "_id": "a", "n": 1},
+                                            {"_op_type": "delete", "_index": index, "_id": "z"}],
+                                      raise_on_error=False))
+    it = got[1][1]["delete"]
+    assert not got[1][0] and it["status"] == 404 and it["result"] == "not_found"
+    assert it["_version"] >= 1 and it["_seq_no"] >= 0 and it["_primary_term"] >= 1
