@@ -30,8 +30,10 @@ def __getattr__(name: str) -> Any:
 
 
 def library_path() -> str:
-    """Where the loaded libesbulk came from."""
-    return str(_lib.esbulk_path)
+    """The file the loaded libesbulk came from (its full path, also when it
+    was found by name on the system's search path)."""
+    from ._clib import loaded_path
+    return loaded_path()
 
 
 __all__ = ["Indexer", "Result", "BulkIndexError", "ConfigError", "EsbulkError",

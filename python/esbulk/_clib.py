@@ -167,6 +167,38 @@ lib = _load()
 HAVE_RESULTS_READ = hasattr(lib, "esbulk_results_read")
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", c_char_p), ("dli_fbase", c_void_p), ("dli_sname", c_char_p),
+                ("dli_saddr", c_void_p)]
+
+
+def loaded_path() -> str:
+    """The file the library was loaded from: dladdr(3) of one of its
+    functions gives the path the dynamic linker resolved (a name that
+    find_library gave, "libesbulk.so.0", becomes its full path); the name
+    it was loaded by when that cannot be asked."""
+    try:
+        dladdr = None
+        for name in (None, ctypes.util.find_library("dl")):  # libc (glibc >= 2.34), libdl
+            try:
+                dladdr = ctypes.CDLL(name).dladdr
+                break
+            except (OSError, AttributeError):
+                continue
+        if dladdr is not None:
+            dladdr.argtypes = [c_void_p, POINTER(_DlInfo)]
+            dladdr.restype = ctypes.c_int
+            info = _DlInfo()
+            addr = ctypes.cast(lib.esbulk_version, c_void_p).value
+            if dladdr(addr, ctypes.byref(info)) and info.dli_fname:
+                path = os.fsdecode(info.dli_fname)
+                if os.sep in path:
+                    return os.path.abspath(path)
+    except Exception:  # pragma: no cover - best effort
+        pass
+    return str(lib.esbulk_path)
+
+
 def err2str(err: int) -> str:
     return (lib.esbulk_err2str(err) or b"?").decode()
 

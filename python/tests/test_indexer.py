@@ -527,3 +527,17 @@ def test_item_of_a_result_not_indexed_keeps_the_servers_meta(url, make_index):
     it = got[1][1]["delete"]
     assert not got[1][0] and it["status"] == 404 and it["result"] == "not_found"
     assert it["_version"] >= 1 and it["_seq_no"] >= 0 and it["_primary_term"] >= 1
+
+
+def test_library_path_is_the_full_path_of_the_file_loaded(tmp_path):
+    """Found by name on the search path (find_library: "libesbulk.so.0"),
+    library_path() still gives the file's full path."""
+    lib = os.environ.get("ESBULK_LIBRARY") or esbulk.library_path()
+    env = {k: v for k, v in os.environ.items() if k != "ESBULK_LIBRARY"}
+    env["LD_LIBRARY_PATH"] = os.path.dirname(os.path.abspath(lib))
+    p = subprocess.run([sys.executable, "-c", "import esbulk; print(esbulk.library_path())"],
+                       env=env, capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    assert p.returncode == 0, p.stderr
+    got = p.stdout.strip()
+    assert os.path.isabs(got) and os.path.samefile(got, lib), got
+    assert os.path.isabs(esbulk.library_path())
