@@ -25,6 +25,7 @@ typedef struct core_target_s {
     int inflight;
     int inflight_unrouted; /* of which from unrouted destinations */
     int64_t down_until; /* > now: treated as down */
+    int down_said;      /* its going down was logged, and it has not answered since */
     uint64_t requests, errors;
     int32_t lat[LAT_RING];
     int nlat, latpos;
@@ -63,6 +64,7 @@ struct core_ix_s {
     char *name;
     esbulk__index_t *e;       /* the last good fetch; NULL: none yet */
     int fetching;             /* handed to the driver, not answered yet */
+    int fetch_failed;         /* the last read failed, and that was logged */
     int want_fetch;           /* in core->fetch_q */
     int64_t next_fetch_ms;    /* due for a fetch (again) at */
     int64_t used_ms;
@@ -318,9 +320,12 @@ static void target_latency(target_t *t, int64_t ms)
 
 static void mark_down(esbulk__core_t *c, target_t *t, const char *why, int64_t now)
 {
+    /* once per outage at warning level: a node down is tried again every
+     * node.recheck.ms, and fails again until it is back */
     if (t->down_until <= now)
-        esbulk__log(&c->log, ESBULK_LOG_WARNING, "io", "node %s is down (%s): re-routing",
-                    t->name ? t->name : t->url, why);
+        esbulk__log(&c->log, t->down_said ? ESBULK_LOG_DEBUG : ESBULK_LOG_WARNING, "io",
+                    "node %s is down (%s): re-routing", t->name ? t->name : t->url, why);
+    t->down_said = 1;
     t->down_until = now + c->cf.recheck_ms;
     c->refresh_wanted = 1;
 }
@@ -874,6 +879,10 @@ void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__ind
     ix->fetching = 0;
     ix->no_wait = 0;
     if (e != NULL) {
+        if (ix->fetch_failed)
+            esbulk__log(&c->log, ESBULK_LOG_NOTICE, "topology", "index %s: metadata read again",
+                        name);
+        ix->fetch_failed = 0;
         esbulk__index_release(ix->e);
         ix->e = e;
         c->layouts_changed = 1;
@@ -884,8 +893,11 @@ void esbulk__core_index_fetched(esbulk__core_t *c, const char *name, esbulk__ind
                                 ? (c->cf.refresh_ms > 0 ? now + c->cf.refresh_ms : INT64_MAX)
                                 : now + c->cf.unknown_recheck_ms;
     } else {
-        esbulk__log(&c->log, ESBULK_LOG_WARNING, "topology", "index %s: %s (%s)", name,
+        /* once until a read succeeds: it is retried every few seconds */
+        esbulk__log(&c->log, ix->fetch_failed ? ESBULK_LOG_DEBUG : ESBULK_LOG_WARNING,
+                    "topology", "index %s: %s (%s)", name,
                     errstr && *errstr ? errstr : "metadata not read", esbulk_err2str(err));
+        ix->fetch_failed = 1;
         ix->next_fetch_ms = now + c->cf.unknown_recheck_ms;
     }
     /* what waited for the layout goes now, in order */
@@ -1748,6 +1760,11 @@ void esbulk__core_answer(esbulk__core_t *c, esbulk__send_t *s, const esbulk__ans
     send_unlink(c, s);
     target_latency(s->target, now - s->start_ms);
     s->dest->used_ms = now;
+    if (a->kind == ESBULK__ANS_HTTP && s->target->down_said) {
+        s->target->down_said = 0;
+        esbulk__log(&c->log, ESBULK_LOG_NOTICE, "io", "node %s answers again",
+                    s->target->name ? s->target->name : s->target->url);
+    }
     if (a->kind == ESBULK__ANS_HTTP)
         answer_http(c, s, a, now);
     else

@@ -19,6 +19,8 @@ struct esbulk_topology_s {
     esbulk__url_t *seeds;
     int nseeds;
     atomic_int good_seed;   /* the seed that answered last */
+    atomic_int *seed_down;  /* per seed: its failure was logged, and it has not answered
+                               since (the next failures go at debug level) */
     int discovery;
     int64_t refresh_ms;
     esbulk__log_t log;
@@ -401,13 +403,20 @@ static esbulk_err_t seed_get(esbulk_topology_t *topo, const char *path, long *st
                                    status, &buf, errstr, errstr_size);
         if (err == ESBULK_OK) {
             atomic_store(&topo->good_seed, i);
+            if (atomic_exchange(&topo->seed_down[i], 0))
+                esbulk__log(&topo->log, ESBULK_LOG_NOTICE, "topology", "%s answers again",
+                            topo->seeds[i].base);
             break;
         }
         /* the handle is closing: nothing the user must hear of, and no
          * other seed is asked */
         if (err == ESBULK_ERR_CLOSED)
             break;
-        esbulk__log(&topo->log, ESBULK_LOG_WARNING, "topology", "%s", errstr);
+        /* once per outage: the reads are retried every CLUSTER_RETRY_MS */
+        esbulk__log(&topo->log,
+                    atomic_exchange(&topo->seed_down[i], 1) ? ESBULK_LOG_DEBUG
+                                                            : ESBULK_LOG_WARNING,
+                    "topology", "%s", errstr);
     }
     if (err == ESBULK_OK) {
         json_error_t jerr;
@@ -996,6 +1005,10 @@ esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
     if (esbulk__urls_parse(esbulk__conf_str(conf, ESBULK__C_URLS), &topo->seeds, &topo->nseeds,
                            &user, &pass, errstr, errstr_size) != ESBULK_OK)
         goto fail;
+    if ((topo->seed_down = calloc((size_t)topo->nseeds, sizeof(*topo->seed_down))) == NULL) {
+        esbulk__errstr(errstr, errstr_size, "out of memory");
+        goto fail;
+    }
     {
         esbulk_err_t herr = esbulk__http_opts_init(&topo->http, conf, user, pass);
         if (herr != ESBULK_OK) {
@@ -1025,6 +1038,7 @@ fail:
     free(user);
     free(pass);
     esbulk__urls_free(topo->seeds, topo->nseeds);
+    free(topo->seed_down);
     free(topo);
     return NULL;
 }
@@ -1042,6 +1056,7 @@ void esbulk_topology_destroy(esbulk_topology_t *topo)
     esbulk__urls_free(topo->seeds, topo->nseeds);
     esbulk__http_opts_free(&topo->http);
     pthread_mutex_destroy(&topo->lock);
+    free(topo->seed_down);
     free(topo);
 }
 

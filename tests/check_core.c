@@ -964,6 +964,125 @@ START_TEST(test_400_isolates_the_refused_document)
 }
 END_TEST
 
+/* Log lines, counted by level for those holding a text. */
+typedef struct {
+    int warnings, notices, debugs;
+    const char *text;
+} said_t;
+
+static void count_said(int32_t level, const char *facility, const char *message, void *opaque)
+{
+    said_t *s = opaque;
+
+    (void)facility;
+    if (strstr(message, s->text) == NULL)
+        return;
+    if (level <= ESBULK_LOG_WARNING)
+        s->warnings++;
+    else if (level == ESBULK_LOG_NOTICE)
+        s->notices++;
+    else if (level == ESBULK_LOG_DEBUG)
+        s->debugs++;
+}
+
+/* A node down, and an index whose metadata cannot be read, are said once at
+ * warning level until they are back (they are tried again every few
+ * seconds: a dead URL gave a warning a second), then their return once. */
+START_TEST(test_outages_said_once)
+{
+    esbulk__core_conf_t cf = base_conf();
+    said_t down = {0, 0, 0, "is down"}, back = {0, 0, 0, "answers again"};
+    said_t ixs = {0, 0, 0, "index logs:"};
+    esbulk__log_t log = {count_said, &down, ESBULK_LOG_DEBUG};
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    int i;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.retry_max = 20;
+    memset(&fx, 0, sizeof(fx));
+    fx.core = esbulk__core_new(&cf, &log, 42);
+    ck_assert_ptr_nonnull(fx.core);
+    ck_assert_int_eq(esbulk__core_set_seeds(fx.core, SEEDS, 1), ESBULK_OK);
+    add(0, NULL, now);
+    for (i = 0; i < 3; i++) {
+        s = must_send(1, now);
+        answer_kind(s, ESBULK__ANS_NOT_SENT, now);
+        now += cf.recheck_ms + cf.backoff_max_ms;
+        esbulk__core_tick(fx.core, now);
+    }
+    ck_assert_int_eq(down.warnings, 1);
+    ck_assert_int_eq(down.debugs, 2);
+    s = must_send(1, now);
+    answer_items(s, NULL, now);
+    expect(0, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+
+    /* back, then down again: said again */
+    memset(&fx, 0, sizeof(fx));
+    log.opaque = &back;
+    fx.core = esbulk__core_new(&cf, &log, 42);
+    ck_assert_int_eq(esbulk__core_set_seeds(fx.core, SEEDS, 1), ESBULK_OK);
+    add(0, NULL, now);
+    s = must_send(1, now);
+    answer_kind(s, ESBULK__ANS_NOT_SENT, now);
+    now += cf.recheck_ms + cf.backoff_max_ms;
+    esbulk__core_tick(fx.core, now);
+    s = must_send(1, now);
+    answer_items(s, NULL, now);
+    ck_assert_int_eq(back.notices, 1);
+    expect(0, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    add(1, NULL, now);
+    s = must_send(1, now);
+    answer_kind(s, ESBULK__ANS_NOT_SENT, now);
+    ck_assert_int_eq(back.warnings, 0); /* "is down" is not counted here */
+    now += cf.recheck_ms + cf.backoff_max_ms;
+    esbulk__core_tick(fx.core, now);
+    s = must_send(1, now);
+    answer_items(s, NULL, now);
+    ck_assert_int_eq(back.notices, 2); /* down again after it was back: said again */
+    expect(1, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+
+    /* an index read that keeps failing, then succeeds */
+    memset(&fx, 0, sizeof(fx));
+    cf.level = ESBULK__ROUTING_NODE;
+    log.opaque = &ixs;
+    fx.core = esbulk__core_new(&cf, &log, 42);
+    ck_assert_int_eq(esbulk__core_set_seeds(fx.core, SEEDS, 1), ESBULK_OK);
+    fx.cluster = cluster_new(3, NODES3);
+    atomic_fetch_add(&fx.cluster->refs, 1);
+    esbulk__core_set_cluster(fx.core, fx.cluster, now);
+    for (i = 0; i < 3; i++) {
+        const char *name;
+
+        add(i, NULL, now); /* a document of the index asks for it again */
+        name = esbulk__core_next_fetch(fx.core, now);
+
+        ck_assert_msg(name != NULL && strcmp(name, "logs") == 0, "read %d asked for", i);
+        esbulk__core_index_fetched(fx.core, "logs", NULL, ESBULK_ERR_TRANSPORT,
+                                   "GET http://seed:9200/_cluster/state: refused", now);
+        now += cf.unknown_recheck_ms + 1;
+        esbulk__core_tick(fx.core, now);
+    }
+    ck_assert_int_eq(ixs.warnings, 1);
+    ck_assert_int_eq(ixs.debugs, 2);
+    add(3, NULL, now);
+    ck_assert_str_eq(esbulk__core_next_fetch(fx.core, now), "logs");
+    {
+        const int32_t prim[3] = {0, 1, 2};
+
+        esbulk__core_index_fetched(fx.core, "logs",
+                                   index_new("logs", ESBULK__IDX_OK, 3, prim, fx.cluster),
+                                   ESBULK_OK, NULL, now);
+    }
+    ck_assert_int_eq(ixs.notices, 1);
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
+        answer_items(s, NULL, now);
+    fx_close();
+}
+END_TEST
+
 /* A document as esbulk_add makes it: the record from dm, its lines in a
  * shared block. */
 static esbulk__doc_t *doc_in_block(esbulk__docmem_t *dm, const char *id, long n)
@@ -2127,6 +2246,7 @@ int main(void)
     tcase_add_test(tc, test_409_after_ambiguous_create);
     tcase_add_test(tc, test_413_split_to_one);
     tcase_add_test(tc, test_400_isolates_the_refused_document);
+    tcase_add_test(tc, test_outages_said_once);
     tcase_add_test(tc, test_give_up_after_ambiguous_is_possibly);
     tcase_add_test(tc, test_item_retry_goes_first);
     tcase_add_test(tc, test_retry_max);

@@ -1696,6 +1696,65 @@ START_TEST(test_log_take)
 }
 END_TEST
 
+/* The topology's reads of a seed, counted by level. */
+typedef struct {
+    pthread_mutex_t lock;
+    int warnings, debugs;
+} seed_said_t;
+
+static void count_seed_said(int32_t level, const char *facility, const char *message,
+                            void *opaque)
+{
+    seed_said_t *s = opaque;
+
+    if (strcmp(facility, "topology") != 0 || strncmp(message, "GET http://127.0.0.1:1/", 23) != 0)
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (level <= ESBULK_LOG_WARNING)
+        s->warnings++;
+    else if (level == ESBULK_LOG_DEBUG)
+        s->debugs++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* A seed that does not answer is said once at warning level, however often
+ * the topology asks it again (every half second while documents wait):
+ * the rest at debug level. */
+START_TEST(test_dead_seed_said_once)
+{
+    esbulk_conf_t *conf = dead_conf("0", "0", "100", "100000");
+    seed_said_t said;
+    char errstr[256];
+    int64_t until;
+    esbulk_t *eb;
+    int debugs;
+
+    memset(&said, 0, sizeof(said));
+    pthread_mutex_init(&said.lock, NULL);
+    ck_assert_int_eq(esbulk_conf_set(conf, "log.level", "7", NULL, 0), 0);
+    esbulk_conf_set_log_cb(conf, count_seed_said);
+    esbulk_conf_set_opaque(conf, &said);
+    eb = esbulk_new(conf, errstr, sizeof(errstr));
+    ck_assert_msg(eb != NULL, "%s", errstr);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "logs", "1", 1, NULL, 0, "{}", 2, NULL,
+                                NULL, 0), ESBULK_OK);
+    esbulk_flush(eb, 0);
+    /* until the seed was asked at least three times */
+    until = esbulk__now_ms() + 15000;
+    do {
+        usleep(20000);
+        pthread_mutex_lock(&said.lock);
+        debugs = said.debugs;
+        pthread_mutex_unlock(&said.lock);
+    } while (debugs < 2 && esbulk__now_ms() < until);
+    esbulk_destroy(eb);
+    ck_assert_msg(said.debugs >= 2, "the seed was asked again %d times in 15 s", said.debugs);
+    ck_assert_int_eq(said.warnings, 1);
+    pthread_mutex_destroy(&said.lock);
+    esbulk_conf_destroy(conf);
+}
+END_TEST
+
 /* Lines at WARNING or worse, kept for test_close_is_quiet. */
 typedef struct {
     pthread_mutex_t lock;
@@ -1769,6 +1828,7 @@ int main(void)
     tcase_set_timeout(handle, 60);
     tcase_add_test(handle, test_add_errors);
     tcase_add_test(handle, test_close_is_quiet);
+    tcase_add_test(handle, test_dead_seed_said_once);
     tcase_add_test(handle, test_queue_full_at_once);
     tcase_add_test(handle, test_buffer_sized_by_cluster);
     tcase_add_test(handle, test_queue_full_after_timeout);
