@@ -47,7 +47,8 @@ static const char *load_help =
     "usage: esbulk load [OPTIONS] [FILE ...]\n"
     "\n"
     "Loads documents into Elasticsearch/OpenSearch through libesbulk. FILE \"-\" or\n"
-    "no FILE reads standard input. Blank lines are skipped.\n"
+    "no FILE reads standard input. Blank lines are skipped, and so is a UTF-8 byte\n"
+    "order mark at the start of an input.\n"
     "\n"
     "Input:\n"
     "  --format auto|ndjson|bulk  ndjson: one document per line; bulk: action and\n"
@@ -1002,8 +1003,16 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
     memset(&pending, 0, sizeof(pending));
     while (!interrupted && (got = getline(&line, &cap, fp)) >= 0) {
         size_t n = chomp(line, (size_t)got);
+        char *s = line;
 
         lineno++;
+        /* A UTF-8 byte order mark (editors on Windows write one) is no part
+         * of the first document: left there, the first line is no JSON and
+         * the format detection takes bulk input for ndjson. */
+        if (lineno == 1 && n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+            s += 3;
+            n -= 3;
+        }
         L->lines_read++;
         L->bytes_read += (uint64_t)got;
         L->at_input = input;
@@ -1012,12 +1021,12 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
             esbulk_poll(L->eb, 0);
         if ((lineno & 63) == 0)
             show_progress(L, 0);
-        if (is_blank(line, n)) {
+        if (is_blank(s, n)) {
             L->bytes_done += (uint64_t)got;
             continue;
         }
         if (fmt == FMT_AUTO) {
-            fmt = looks_like_bulk(line, n) ? FMT_BULK : FMT_NDJSON;
+            fmt = looks_like_bulk(s, n) ? FMT_BULK : FMT_NDJSON;
         }
         if (fmt == FMT_NDJSON) {
             if (L->index == NULL) {
@@ -1028,7 +1037,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
                 rc = EXIT_USAGE;
                 break;
             }
-            if (ndjson_line(L, input, lineno, line, n, (uint64_t)got) != 0) {
+            if (ndjson_line(L, input, lineno, s, n, (uint64_t)got) != 0) {
                 rc = -1;
                 break;
             }
@@ -1043,7 +1052,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
                           pending.why);
             else if (add_doc(L, input, pending.line, pending.bytes, pending.op, pending.index,
                              pending.id, pending.id_len, pending.routing, pending.routing_len,
-                             line, n) != 0)
+                             s, n) != 0)
                 rc = -1;
             json_decref(pending.root);
             pending.root = NULL;
@@ -1051,7 +1060,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
                 break;
             continue;
         }
-        if (parse_action(L, line, n, &pending) != 0) {
+        if (parse_action(L, s, n, &pending) != 0) {
             if (orphan) {
                 /* the source line of the broken action line before it */
                 orphan = 0;
