@@ -53,7 +53,9 @@ static const char *load_help =
     "Input:\n"
     "  --format auto|ndjson|bulk  ndjson: one document per line; bulk: action and\n"
     "                        source line pairs as the _bulk API takes them (delete has\n"
-    "                        no source line). auto (default): bulk when the first\n"
+    "                        no source line; one missing is detected when the line\n"
+    "                        in its place is an action line of metadata keys only:\n"
+    "                        see esbulk(1)). auto (default): bulk when the first\n"
     "                        non-blank line of a file is an object whose only key is\n"
     "                        index/create/update/delete holding an object, else ndjson\n"
     "  --index NAME          target index, alias or data stream (required for ndjson;\n"
@@ -894,6 +896,71 @@ static int parse_action(load_t *L, const char *s, size_t n, action_t *a)
     return 0;
 }
 
+/* The action metadata keys of the servers' bulk parsers (Elasticsearch 8's
+ * and OpenSearch 2's BulkRequestParser, and the legacy _routing), whether
+ * esbulk load supports them or not. Where a source line is due, a line of
+ * one of the four actions whose object holds only these keys is taken for
+ * the next action line: the source line before it is missing. */
+static const char *const bulk_meta_keys[] = {
+    "_index", "_id", "routing", "_routing", "version", "version_type", "if_seq_no",
+    "if_primary_term", "pipeline", "require_alias", "retry_on_conflict", "_type",
+    "require_data_stream", "dynamic_templates", "_source", "list_executed_pipelines",
+    "op_type", NULL};
+
+static int is_meta_key(const char *key)
+{
+    int i;
+
+    for (i = 0; bulk_meta_keys[i] != NULL; i++)
+        if (strcmp(key, bulk_meta_keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Is the line, where a source line is due, an action line instead? A
+ * document of one key index/create/update/delete whose value is an object
+ * of metadata keys only ({"index":{}} too) is taken for one: the man page
+ * says so. Most source lines are told apart by their first key without a
+ * parse. */
+static int is_action_line(const char *s, size_t n)
+{
+    static const char *const names[] = {"index", "create", "update", "delete"};
+    size_t i = skip_ws(s, 0, n), kend, klen;
+    action_t a;
+    json_t *meta;
+    const char *op, *key;
+    int k, known = 0;
+
+    if (i >= n || s[i] != '{')
+        return 0;
+    i = skip_ws(s, i + 1, n);
+    if (i >= n || s[i] != '"' || (kend = skip_string(s, i, n)) == 0)
+        return 0;
+    klen = kend - i - 2;
+    if (memchr(s + i, '\\', kend - i) == NULL) {
+        /* no escapes: the key must be one of the four, its value an object */
+        for (k = 0; k < 4; k++)
+            if (klen == strlen(names[k]) && memcmp(s + i + 1, names[k], klen) == 0)
+                known = 1;
+        i = skip_ws(s, kend, n);
+        if (!known || i >= n || s[i] != ':' || (i = skip_ws(s, i + 1, n)) >= n || s[i] != '{')
+            return 0;
+    }
+    memset(&a, 0, sizeof(a));
+    if (parse_action_shape(s, n, &a) != 0)
+        return 0;
+    known = 1;
+    json_object_foreach(a.root, op, meta) {
+        json_t *v;
+
+        json_object_foreach(meta, key, v)
+            if (!is_meta_key(key))
+                known = 0;
+    }
+    json_decref(a.root);
+    return known;
+}
+
 static int looks_like_bulk(const char *s, size_t n)
 {
     action_t a;
@@ -1044,7 +1111,16 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
             continue;
         }
         /* bulk */
-        if (have_pending) {
+        if (have_pending && is_action_line(s, n)) {
+            /* Pairing it as the source would index the document with this
+             * action line as its body, and shift every pair after it. */
+            have_pending = 0;
+            fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
+                      "its source line is missing: the next line is an action line");
+            json_decref(pending.root);
+            pending.root = NULL;
+            /* and this line is read as the action line it is */
+        } else if (have_pending) {
             have_pending = 0;
             pending.bytes += (uint64_t)got;
             if (pending.why[0] != '\0')
