@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,13 @@ static const char *load_help =
     "                        in its place is an action line of metadata keys only:\n"
     "                        see esbulk(1)). auto (default): bulk when the first\n"
     "                        non-blank line of a file is an object whose only key is\n"
-    "                        index/create/update/delete holding an object, else ndjson\n"
+    "                        index/create/update/delete holding an object, else ndjson.\n"
+    "                        Action keys: _index, _id, routing, version with\n"
+    "                        version_type external|external_gte, if_seq_no with\n"
+    "                        if_primary_term, pipeline, require_alias,\n"
+    "                        retry_on_conflict; _type is ignored; another key, a bad\n"
+    "                        value or an option that does not fit the action fails\n"
+    "                        the document\n"
     "  --index NAME          target index, alias or data stream (required for ndjson;\n"
     "                        for bulk, the default of actions without _index)\n"
     "  --op OP               ndjson: index (default), create, update (each line is sent\n"
@@ -87,15 +94,19 @@ static const char *load_help =
     "\n"
     "Output:\n"
     "  --failed FILE         write every document that was not indexed to FILE as\n"
-    "                        _bulk pairs (action line with _index, _id and routing,\n"
-    "                        then the original source line), ready to re-run with\n"
-    "                        'esbulk load --format bulk FILE'; and one JSON line per\n"
-    "                        failure to FILE.reasons: {\"file\",\"line\",\"index\",\"id\",\n"
-    "                        \"status\",\"error_type\",\"reason\",\"err\",\"outcome\"}\n"
+    "                        _bulk pairs (action line with _index, _id, routing and\n"
+    "                        the action keys above, then the original source line),\n"
+    "                        ready to re-run with 'esbulk load --format bulk FILE'\n"
+    "                        (a document whose action line load refused is written\n"
+    "                        with that line as read, _index added); and one JSON\n"
+    "                        line per failure to FILE.reasons: {\"file\",\"line\",\n"
+    "                        \"index\",\"id\",\"status\",\"error_type\",\"reason\",\"err\",\n"
+    "                        \"outcome\"}\n"
     "                        (outcome \"failed\" or \"possibly_indexed\"; line is where the\n"
     "                        document starts: its action line in bulk input). A bulk\n"
-    "                        line that is no document (a broken or unsupported\n"
-    "                        action line, a missing source line) is only in .reasons\n"
+    "                        line that is no document to re-run (not an action line,\n"
+    "                        an action line whose source line is missing) is only in\n"
+    "                        .reasons\n"
     "  --stats               after the summary, a table of per-node requests, errors\n"
     "                        and latency percentiles\n"
     "  --quiet               no progress line\n"
@@ -117,6 +128,17 @@ static const char *load_help =
 
 typedef enum { FMT_AUTO, FMT_NDJSON, FMT_BULK } format_t;
 
+/* A bulk action's options, as esbulk_docopts_t takes them. Kept apart from
+ * the library's object, which cannot be read back: the failures file writes
+ * them into the document's action line. */
+typedef struct {
+    int64_t version, if_seq_no, if_primary_term;
+    int32_t retry_on_conflict; /* -1: none */
+    uint8_t version_type;      /* 0: no version, else an esbulk_version_type_t */
+    uint8_t has_seq_no, require_alias;
+    const char *pipeline;      /* NUL-terminated; NULL: none */
+} aopts_t;
+
 /* What each accepted document carries as doc_opaque until its result. */
 typedef struct {
     uint64_t line;
@@ -124,8 +146,9 @@ typedef struct {
     uint32_t input;    /* index into load_t.inputs */
     uint8_t op;
     uint8_t has_body;  /* body kept (only with --failed) */
+    uint8_t has_opts;  /* options kept (only with --failed, when there are any) */
     uint32_t index_len, id_len, routing_len, body_len;
-    char data[];       /* index \0 id \0 routing \0 body \0 */
+    char data[];       /* index \0 id \0 routing \0 body \0 [aopts_t pipeline \0] */
 } rec_t;
 
 /* A failure to report (from a result or from a refusal at add time). */
@@ -133,7 +156,10 @@ typedef struct {
     uint32_t input;
     uint64_t line;
     int op;            /* -1: not a document (a broken action line) */
-    int no_pair;       /* not written to the failures file (not loadable as is) */
+    int no_pair;       /* not written to the failures file (no document to re-run) */
+    json_t *raw_action; /* non-NULL: written as the action line instead of one made
+                        * of the fields below (an action load refused) */
+    const aopts_t *opts; /* NULL: none */
     const char *index; /* as given (the failures file); NULL: none */
     const char *result_index;
     const char *id;
@@ -156,6 +182,7 @@ typedef struct {
     const char *index, *id, *routing;
     size_t id_len, routing_len;
     char idbuf[32], routingbuf[32];
+    aopts_t opts;
     char why[256];     /* non-empty: the document fails for this reason */
     uint64_t line, bytes;
 } action_t;
@@ -175,11 +202,13 @@ typedef struct {
     uint64_t total_bytes; /* 0: unknown */
     /* the engine */
     esbulk_t *eb;
+    esbulk_docopts_t *docopts; /* for every document with options, cleared each time */
     /* counters */
     uint64_t lines_read, bytes_read; /* input consumed, all inputs (progress) */
     uint64_t read_docs, added, indexed, failed, possibly;
     uint64_t bytes_done; /* input bytes of documents with a result, and blank lines */
     uint64_t failures_shown, failures_total;
+    uint64_t unpaired; /* failures in the reasons file only (no document to re-run) */
     /* outputs */
     FILE *failed_fp, *reasons_fp;
     char *reasons_path;
@@ -334,6 +363,34 @@ static void put_json_line(load_t *L, FILE *fp, json_t *j)
     free(text);
 }
 
+static int aopts_empty(const aopts_t *o)
+{
+    return o == NULL || (o->version_type == 0 && !o->has_seq_no && o->pipeline == NULL &&
+                         !o->require_alias && o->retry_on_conflict < 0);
+}
+
+/* The options into an action line's metadata, as the server takes them. */
+static void put_opts(json_t *meta, const aopts_t *o)
+{
+    if (o->version_type != 0) {
+        json_object_set_new(meta, "version", json_integer((json_int_t)o->version));
+        json_object_set_new(meta, "version_type",
+                            json_string(o->version_type == ESBULK_VERSION_EXTERNAL_GTE
+                                            ? "external_gte" : "external"));
+    }
+    if (o->has_seq_no) {
+        json_object_set_new(meta, "if_seq_no", json_integer((json_int_t)o->if_seq_no));
+        json_object_set_new(meta, "if_primary_term",
+                            json_integer((json_int_t)o->if_primary_term));
+    }
+    if (o->pipeline != NULL)
+        json_object_set_new(meta, "pipeline", jstr(o->pipeline));
+    if (o->require_alias)
+        json_object_set_new(meta, "require_alias", json_true());
+    if (o->retry_on_conflict >= 0)
+        json_object_set_new(meta, "retry_on_conflict", json_integer(o->retry_on_conflict));
+}
+
 static void report_failure(load_t *L, const failure_t *f)
 {
     const char *type = f->error_type, *reason = f->reason;
@@ -357,18 +414,26 @@ static void report_failure(load_t *L, const failure_t *f)
             fprintf(stderr, ": %s", type);
         fprintf(stderr, ": %s\n", reason ? reason : esbulk_err2str(f->err));
     }
+    if (f->op < 0 || f->no_pair)
+        L->unpaired++;
     if (L->failed_fp != NULL && f->op >= 0 && !f->no_pair) {
         json_t *action = json_object(), *meta = json_object();
 
         if (action != NULL && meta != NULL) {
-            if (f->index != NULL)
-                json_object_set_new(meta, "_index", jstr(f->index));
-            if (f->id != NULL)
-                json_object_set_new(meta, "_id", jstrn(f->id, f->id_len));
-            if (f->routing != NULL)
-                json_object_set_new(meta, "routing", jstrn(f->routing, f->routing_len));
-            json_object_set(action, op_name(f->op), meta);
-            put_json_line(L, L->failed_fp, action);
+            if (f->raw_action != NULL) {
+                put_json_line(L, L->failed_fp, f->raw_action);
+            } else {
+                if (f->index != NULL)
+                    json_object_set_new(meta, "_index", jstr(f->index));
+                if (f->id != NULL)
+                    json_object_set_new(meta, "_id", jstrn(f->id, f->id_len));
+                if (f->routing != NULL)
+                    json_object_set_new(meta, "routing", jstrn(f->routing, f->routing_len));
+                if (f->opts != NULL)
+                    put_opts(meta, f->opts);
+                json_object_set(action, op_name(f->op), meta);
+                put_json_line(L, L->failed_fp, action);
+            }
             if (f->op != ESBULK_OP_DELETE &&
                 (fwrite(f->body ? f->body : "{}", 1, f->body ? f->body_len : 2, L->failed_fp) !=
                      (f->body ? f->body_len : 2) ||
@@ -408,16 +473,23 @@ static void report_failure(load_t *L, const failure_t *f)
 
 static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_op_t op,
                       const char *index, const char *id, size_t id_len, const char *routing,
-                      size_t routing_len, const char *body, size_t body_len)
+                      size_t routing_len, const char *body, size_t body_len,
+                      const aopts_t *opts)
 {
-    size_t index_len = index ? strlen(index) : 0;
+    size_t index_len = index ? strlen(index) : 0, opts_len = 0, pipeline_len = 0;
     int keep_body = L->failed_fp != NULL && body != NULL;
+    int keep_opts = L->failed_fp != NULL && !aopts_empty(opts);
     rec_t *rec;
     char *p;
 
     if (!keep_body)
         body_len = 0;
-    rec = malloc(sizeof(*rec) + index_len + id_len + routing_len + body_len + 4);
+    if (keep_opts) {
+        /* the struct (copied unaligned), then its pipeline's text */
+        pipeline_len = opts->pipeline ? strlen(opts->pipeline) : 0;
+        opts_len = sizeof(*opts) + pipeline_len + 1;
+    }
+    rec = malloc(sizeof(*rec) + index_len + id_len + routing_len + body_len + 4 + opts_len);
     if (rec == NULL)
         return NULL;
     rec->line = line;
@@ -425,6 +497,7 @@ static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
     rec->input = input;
     rec->op = (uint8_t)op;
     rec->has_body = (uint8_t)keep_body;
+    rec->has_opts = (uint8_t)keep_opts;
     rec->index_len = (uint32_t)index_len;
     rec->id_len = (uint32_t)id_len;
     rec->routing_len = (uint32_t)routing_len;
@@ -441,6 +514,13 @@ static rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
     p += routing_len + 1;
     if (body_len) memcpy(p, body, body_len);
     p[body_len] = '\0';
+    p += body_len + 1;
+    if (keep_opts) {
+        memcpy(p, opts, sizeof(*opts));
+        p += sizeof(*opts);
+        if (pipeline_len) memcpy(p, opts->pipeline, pipeline_len);
+        p[pipeline_len] = '\0';
+    }
     return rec;
 }
 
@@ -472,6 +552,7 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
     esbulk_outcome_t outcome = esbulk_result_outcome(result);
     const char *p;
     failure_t f;
+    aopts_t opts;
 
     (void)eb;
     if (rec == NULL)
@@ -513,6 +594,12 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
         f.body = p;
         f.body_len = rec->body_len;
     }
+    p += rec->body_len + 1;
+    if (rec->has_opts) {
+        memcpy(&opts, p, sizeof(opts));
+        opts.pipeline = opts.pipeline != NULL ? p + sizeof(opts) : NULL;
+        f.opts = &opts;
+    }
     f.result_index = esbulk_result_index(result);
     f.status = esbulk_result_status(result);
     f.error_type = esbulk_result_error_type(result);
@@ -548,12 +635,70 @@ static int start_engine(load_t *L)
     return 0;
 }
 
-/* Adds one document (body NULL for delete). Refusals are reported as
- * failures. Returns 0, -1 when interrupted before it was accepted, or -2
- * when the handle could not be made (said). */
+#if defined(esbulk_add) && !defined(esbulk_add_opts)
+/* tests/fuzz/fuzz_load.c includes this file with esbulk_add replaced by its
+ * checker, esbulk_add_opts not: there, documents with options reach the
+ * checker without them (nothing is sent). */
+static esbulk_err_t add_one(load_t *L, esbulk_op_t op, const char *index, const char *id,
+                            size_t id_len, const char *routing, size_t routing_len,
+                            const char *body, size_t body_len, const aopts_t *opts, rec_t *rec,
+                            char *errstr, size_t errstr_size)
+{
+    (void)opts;
+    return esbulk_add(L->eb, op, index, id, id_len, routing, routing_len, body, body_len, rec,
+                      errstr, errstr_size);
+}
+#else
+/* L->docopts holds o alone. The values were checked when the action line
+ * was read; whether they fit the operation is esbulk_add_opts's to say. */
+static esbulk_err_t docopts_set(load_t *L, const aopts_t *o)
+{
+    esbulk_err_t err = ESBULK_OK;
+
+    if (L->docopts == NULL && (L->docopts = esbulk_docopts_new()) == NULL)
+        return ESBULK_ERR_NOMEM;
+    esbulk_docopts_clear(L->docopts);
+    if (o->version_type != 0)
+        err = esbulk_docopts_set_version(L->docopts, o->version,
+                                         (esbulk_version_type_t)o->version_type);
+    if (err == ESBULK_OK && o->has_seq_no)
+        err = esbulk_docopts_set_if_seq_no(L->docopts, o->if_seq_no, o->if_primary_term);
+    if (err == ESBULK_OK && o->pipeline != NULL)
+        err = esbulk_docopts_set_pipeline(L->docopts, o->pipeline);
+    if (err == ESBULK_OK && o->require_alias)
+        err = esbulk_docopts_set_require_alias(L->docopts, 1);
+    if (err == ESBULK_OK && o->retry_on_conflict >= 0)
+        err = esbulk_docopts_set_retry_on_conflict(L->docopts, o->retry_on_conflict);
+    return err;
+}
+
+/* One add, through esbulk_add_opts when the document has options. */
+static esbulk_err_t add_one(load_t *L, esbulk_op_t op, const char *index, const char *id,
+                            size_t id_len, const char *routing, size_t routing_len,
+                            const char *body, size_t body_len, const aopts_t *opts, rec_t *rec,
+                            char *errstr, size_t errstr_size)
+{
+    esbulk_err_t err;
+
+    if (opts == NULL)
+        return esbulk_add(L->eb, op, index, id, id_len, routing, routing_len, body, body_len,
+                          rec, errstr, errstr_size);
+    if ((err = docopts_set(L, opts)) != ESBULK_OK) {
+        snprintf(errstr, errstr_size, "document options: %s", esbulk_err2str(err));
+        return err;
+    }
+    /* the options are copied into the document: one object does for all */
+    return esbulk_add_opts(L->eb, op, index, id, id_len, routing, routing_len, body, body_len,
+                           L->docopts, rec, errstr, errstr_size);
+}
+#endif
+
+/* Adds one document (body NULL for delete; opts NULL for none). Refusals
+ * are reported as failures. Returns 0, -1 when interrupted before it was
+ * accepted, or -2 when the handle could not be made (said). */
 static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_op_t op,
                    const char *index, const char *id, size_t id_len, const char *routing,
-                   size_t routing_len, const char *body, size_t body_len)
+                   size_t routing_len, const char *body, size_t body_len, const aopts_t *opts)
 {
     char errstr[512];
     esbulk_err_t err;
@@ -563,15 +708,17 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     if (L->eb == NULL && start_engine(L) != 0)
         return -2;
     L->read_docs++;
+    if (aopts_empty(opts))
+        opts = NULL;
     rec = rec_new(L, input, line, bytes, op, index, id, id_len, routing, routing_len, body,
-                  body_len);
+                  body_len, opts);
     if (rec == NULL) {
         err = ESBULK_ERR_NOMEM;
         snprintf(errstr, sizeof(errstr), "out of memory");
     } else {
         for (;;) {
-            err = esbulk_add(L->eb, op, index, id, id_len, routing, routing_len, body, body_len,
-                             rec, errstr, sizeof(errstr));
+            err = add_one(L, op, index, id, id_len, routing, routing_len, body, body_len, opts,
+                          rec, errstr, sizeof(errstr));
             if (err != ESBULK_ERR_QUEUE_FULL || interrupted)
                 break;
             /* Space is freed only as results are served: serve them here. */
@@ -598,6 +745,7 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     f.routing_len = routing_len;
     f.body = body;
     f.body_len = body_len;
+    f.opts = opts;
     f.reason = errstr;
     f.err = err;
     report_failure(L, &f);
@@ -605,11 +753,16 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     return err == ESBULK_ERR_QUEUE_FULL ? -1 : 0;
 }
 
-/* A failure found by load itself (a broken or unsupported bulk action line,
- * a missing source line): in the reasons file, not in the failures file,
- * which holds only what can be re-run as is. */
+/* A failure found by load itself. With pair, a document whose action line
+ * load refused (a key it cannot express, a bad value): the failures file
+ * gets that action line as read, with the --index default as _index when it
+ * has none, and the source line: the document is kept whole, and loadable
+ * through the _bulk API (or by load once its action is mended). Without, a
+ * line that is no document to re-run (not an action line, a missing source
+ * line): in the reasons file only. */
 static void fail_line(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, int op,
-                      const action_t *a, const char *why)
+                      const action_t *a, const char *why, const char *body, size_t body_len,
+                      int pair)
 {
     failure_t f;
 
@@ -627,7 +780,17 @@ static void fail_line(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, 
         f.routing = a->routing;
         f.routing_len = a->routing_len;
     }
-    f.no_pair = 1;
+    if (pair && a != NULL && a->root != NULL && op >= 0) {
+        json_t *meta = json_object_get(a->root, op_name(op));
+
+        if (a->index != NULL && json_object_get(meta, "_index") == NULL)
+            json_object_set_new(meta, "_index", jstr(a->index));
+        f.raw_action = a->root;
+        f.body = body;
+        f.body_len = body_len;
+    } else {
+        f.no_pair = 1;
+    }
     f.reason = why;
     f.err = ESBULK_OK;
     report_failure(L, &f);
@@ -847,55 +1010,6 @@ static int meta_text(json_t *v, char *buf, size_t size, const char **out, size_t
     return json_is_null(v) ? 0 : -1;
 }
 
-/* Parses a bulk action line into a. Returns -1 when it is not one. */
-static int parse_action(load_t *L, const char *s, size_t n, action_t *a)
-{
-    const char *key;
-    json_t *meta = NULL, *v;
-
-    memset(a, 0, sizeof(*a));
-    if (parse_action_shape(s, n, a) != 0)
-        return -1;
-    json_object_foreach(a->root, key, v)
-        meta = v;
-    a->index = L->index;
-    json_object_foreach(meta, key, v) {
-        if (strcmp(key, "_index") == 0) {
-            if (!json_is_string(v) || json_string_length(v) == 0)
-                snprintf(a->why, sizeof(a->why), "_index is not a non-empty string");
-            else
-                a->index = json_string_value(v);
-        } else if (strcmp(key, "_id") == 0) {
-            if (meta_text(v, a->idbuf, sizeof(a->idbuf), &a->id, &a->id_len) != 0)
-                snprintf(a->why, sizeof(a->why), "_id is not a string or an integer");
-        } else if (strcmp(key, "routing") == 0 || strcmp(key, "_routing") == 0) {
-            if (meta_text(v, a->routingbuf, sizeof(a->routingbuf), &a->routing,
-                          &a->routing_len) != 0)
-                snprintf(a->why, sizeof(a->why), "routing is not a string or an integer");
-        } else if (strcmp(key, "retry_on_conflict") == 0 || strcmp(key, "_type") == 0) {
-            /* harmless to drop: a retry count, a legacy mapping type */
-            if (!L->warned_ignored_key) {
-                L->warned_ignored_key = 1;
-                clear_progress(L);
-                fprintf(stderr, "esbulk load: note: action key \"%s\" is ignored (and any "
-                                "other retry_on_conflict/_type)\n", key);
-            }
-        } else {
-            /* if_seq_no, version, pipeline, require_alias, ...: dropping them
-             * would change what the operation means */
-            snprintf(a->why, sizeof(a->why), "action key \"%s\" is not supported by esbulk load",
-                     key);
-        }
-    }
-    if (a->why[0] == '\0' && a->index == NULL)
-        snprintf(a->why, sizeof(a->why), "no _index in the action line and no --index given");
-    if (a->id_len == 0)
-        a->id = NULL;
-    if (a->routing_len == 0)
-        a->routing = NULL;
-    return 0;
-}
-
 /* The action metadata keys of the servers' bulk parsers (Elasticsearch 8's
  * and OpenSearch 2's BulkRequestParser, and the legacy _routing), whether
  * esbulk load supports them or not. Where a source line is due, a line of
@@ -914,6 +1028,169 @@ static int is_meta_key(const char *key)
     for (i = 0; bulk_meta_keys[i] != NULL; i++)
         if (strcmp(key, bulk_meta_keys[i]) == 0)
             return 1;
+    return 0;
+}
+
+/* The first reason the document fails for. */
+static void why(action_t *a, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (a->why[0] != '\0')
+        return;
+    va_start(ap, fmt);
+    vsnprintf(a->why, sizeof(a->why), fmt, ap);
+    va_end(ap);
+}
+
+/* An integer action value from min to max: a JSON integer, or a string
+ * holding one, as the servers take it ("version":"5"). */
+static int meta_int(json_t *v, int64_t min, int64_t max, int64_t *out)
+{
+    long long x;
+
+    if (json_is_integer(v)) {
+        x = (long long)json_integer_value(v);
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *end;
+
+        if (*s != '-' && (*s < '0' || *s > '9'))
+            return -1;
+        errno = 0;
+        x = strtoll(s, &end, 10);
+        if (errno != 0 || *end != '\0' || end == s)
+            return -1;
+    } else {
+        return -1;
+    }
+    if (x < min || x > max)
+        return -1;
+    *out = (int64_t)x;
+    return 0;
+}
+
+/* A boolean action value: true/false, or "true"/"false" as the servers take. */
+static int meta_bool(json_t *v, int *out)
+{
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return 0;
+    }
+    if (json_is_string(v) && (strcmp(json_string_value(v), "true") == 0 ||
+                              strcmp(json_string_value(v), "false") == 0)) {
+        *out = strcmp(json_string_value(v), "true") == 0;
+        return 0;
+    }
+    return -1;
+}
+
+enum { VT_NONE, VT_INTERNAL, VT_EXTERNAL, VT_EXTERNAL_GTE, VT_FORCE };
+
+/* Parses a bulk action line into a. Returns -1 when it is not one. A value
+ * load cannot take, or a key it cannot express, sets a->why: the document
+ * fails, the rest goes on. */
+static int parse_action(load_t *L, const char *s, size_t n, action_t *a)
+{
+    const char *key;
+    json_t *meta = NULL, *v;
+    int vt = VT_NONE, has_version = 0, has_seq_no = 0, has_term = 0, flag;
+    int64_t x;
+
+    memset(a, 0, sizeof(*a));
+    a->opts.retry_on_conflict = -1;
+    if (parse_action_shape(s, n, a) != 0)
+        return -1;
+    json_object_foreach(a->root, key, v)
+        meta = v;
+    a->index = L->index;
+    json_object_foreach(meta, key, v) {
+        if (strcmp(key, "_index") == 0) {
+            if (!json_is_string(v) || json_string_length(v) == 0)
+                why(a, "_index is not a non-empty string");
+            else
+                a->index = json_string_value(v);
+        } else if (strcmp(key, "_id") == 0) {
+            if (meta_text(v, a->idbuf, sizeof(a->idbuf), &a->id, &a->id_len) != 0)
+                why(a, "_id is not a string or an integer");
+        } else if (strcmp(key, "routing") == 0 || strcmp(key, "_routing") == 0) {
+            if (meta_text(v, a->routingbuf, sizeof(a->routingbuf), &a->routing,
+                          &a->routing_len) != 0)
+                why(a, "routing is not a string or an integer");
+        } else if (strcmp(key, "version") == 0) {
+            if (meta_int(v, 0, INT64_MAX, &a->opts.version) != 0)
+                why(a, "version is not an integer >= 0");
+            has_version = 1;
+        } else if (strcmp(key, "version_type") == 0) {
+            const char *t = json_is_string(v) ? json_string_value(v) : "";
+
+            if (strcmp(t, "internal") == 0) vt = VT_INTERNAL;
+            /* external_gt: the servers' other name for external */
+            else if (strcmp(t, "external") == 0 || strcmp(t, "external_gt") == 0)
+                vt = VT_EXTERNAL;
+            else if (strcmp(t, "external_gte") == 0) vt = VT_EXTERNAL_GTE;
+            else if (strcmp(t, "force") == 0) vt = VT_FORCE;
+            else why(a, "version_type is not internal, external or external_gte");
+        } else if (strcmp(key, "if_seq_no") == 0) {
+            if (meta_int(v, 0, INT64_MAX, &a->opts.if_seq_no) != 0)
+                why(a, "if_seq_no is not an integer >= 0");
+            has_seq_no = 1;
+        } else if (strcmp(key, "if_primary_term") == 0) {
+            if (meta_int(v, 1, INT64_MAX, &a->opts.if_primary_term) != 0)
+                why(a, "if_primary_term is not an integer >= 1");
+            has_term = 1;
+        } else if (strcmp(key, "pipeline") == 0) {
+            /* "" or null: none, as for the library */
+            if (json_is_string(v))
+                a->opts.pipeline = json_string_length(v) > 0 ? json_string_value(v) : NULL;
+            else if (!json_is_null(v))
+                why(a, "pipeline is not a string");
+        } else if (strcmp(key, "require_alias") == 0) {
+            if (meta_bool(v, &flag) != 0)
+                why(a, "require_alias is not true or false");
+            else
+                a->opts.require_alias = (uint8_t)flag;
+        } else if (strcmp(key, "retry_on_conflict") == 0) {
+            if (meta_int(v, 0, 1000000, &x) != 0)
+                why(a, "retry_on_conflict is not an integer from 0 to 1000000");
+            else
+                a->opts.retry_on_conflict = (int32_t)x;
+        } else if (strcmp(key, "_type") == 0) {
+            /* harmless to drop: a legacy mapping type */
+            if (!L->warned_ignored_key) {
+                L->warned_ignored_key = 1;
+                clear_progress(L);
+                fprintf(stderr, "esbulk load: note: action key \"_type\" is ignored\n");
+            }
+        } else if (is_meta_key(key)) {
+            /* require_data_stream, dynamic_templates, list_executed_pipelines,
+             * op_type, _source (of an update): dropping them would change what
+             * the operation does, and the library cannot send them */
+            why(a, "action key \"%s\" is not supported by esbulk load", key);
+        } else {
+            why(a, "action key \"%s\" is not a _bulk metadata key", key);
+        }
+    }
+    if (has_version && (vt == VT_NONE || vt == VT_INTERNAL))
+        why(a, "version without version_type external or external_gte: the server refuses "
+               "internal versioning for writes; use if_seq_no/if_primary_term or "
+               "version_type external");
+    else if (vt == VT_FORCE)
+        why(a, "version_type force is not supported by the server");
+    else if (!has_version && (vt == VT_EXTERNAL || vt == VT_EXTERNAL_GTE))
+        why(a, "version_type %s needs a version", vt == VT_EXTERNAL ? "external" : "external_gte");
+    else if (has_version)
+        a->opts.version_type = (uint8_t)(vt == VT_EXTERNAL ? ESBULK_VERSION_EXTERNAL
+                                                           : ESBULK_VERSION_EXTERNAL_GTE);
+    if (has_seq_no != has_term)
+        why(a, "if_seq_no and if_primary_term go together");
+    a->opts.has_seq_no = (uint8_t)has_seq_no;
+    if (a->index == NULL)
+        why(a, "no _index in the action line and no --index given");
+    if (a->id_len == 0)
+        a->id = NULL;
+    if (a->routing_len == 0)
+        a->routing = NULL;
     return 0;
 }
 
@@ -999,7 +1276,7 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
              * lookup may reuse */
             if (v == L->scratch && L->routing_field != NULL) {
                 if ((idcopy = malloc(vlen + 1)) == NULL) {
-                    fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory");
+                    fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory", NULL, 0, 0);
                     return 0;
                 }
                 memcpy(idcopy, v, vlen);
@@ -1031,25 +1308,25 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
     }
     if (L->op == ESBULK_OP_DELETE) {
         rc = add_doc(L, input, lineno, bytes, L->op, L->index, id, id_len, routing, routing_len,
-                     NULL, 0);
+                     NULL, 0, NULL);
     } else if (L->op == ESBULK_OP_UPDATE) {
         /* a partial update: {"doc": LINE} */
         char *body = malloc(n + 8);
 
         if (body == NULL) {
-            fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory");
+            fail_line(L, input, lineno, bytes, (int)L->op, NULL, "out of memory", NULL, 0, 0);
             rc = 0;
         } else {
             memcpy(body, "{\"doc\":", 7);
             memcpy(body + 7, s, n);
             body[n + 7] = '}';
             rc = add_doc(L, input, lineno, bytes, L->op, L->index, id, id_len, routing,
-                         routing_len, body, n + 8);
+                         routing_len, body, n + 8, NULL);
             free(body);
         }
     } else {
         rc = add_doc(L, input, lineno, bytes, L->op, L->index, id, id_len, routing, routing_len,
-                     s, n);
+                     s, n, NULL);
     }
     free(idcopy);
     return rc;
@@ -1116,7 +1393,8 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
              * action line as its body, and shift every pair after it. */
             have_pending = 0;
             fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
-                      "its source line is missing: the next line is an action line");
+                      "its source line is missing: the next line is an action line", NULL, 0,
+                      0);
             json_decref(pending.root);
             pending.root = NULL;
             /* and this line is read as the action line it is */
@@ -1125,10 +1403,10 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
             pending.bytes += (uint64_t)got;
             if (pending.why[0] != '\0')
                 fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
-                          pending.why);
+                          pending.why, s, n, 1);
             else if (add_doc(L, input, pending.line, pending.bytes, pending.op, pending.index,
                              pending.id, pending.id_len, pending.routing, pending.routing_len,
-                             s, n) != 0)
+                             s, n, &pending.opts) != 0)
                 rc = -1;
             json_decref(pending.root);
             pending.root = NULL;
@@ -1145,7 +1423,8 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
             }
             fail_line(L, input, lineno, (uint64_t)got, -1, NULL,
                       "not a bulk action line ({\"index\"|\"create\"|\"update\"|\"delete\": "
-                      "{...}}); it and the line after it (unless that is an action) are skipped");
+                      "{...}}); it and the line after it (unless that is an action) are skipped",
+                      NULL, 0, 0);
             orphan = 1;
             continue;
         }
@@ -1155,10 +1434,10 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
         if (pending.op == ESBULK_OP_DELETE) {
             if (pending.why[0] != '\0')
                 fail_line(L, input, lineno, pending.bytes, (int)pending.op, &pending,
-                          pending.why);
+                          pending.why, NULL, 0, 1);
             else if (add_doc(L, input, lineno, pending.bytes, pending.op, pending.index,
                              pending.id, pending.id_len, pending.routing, pending.routing_len,
-                             NULL, 0) != 0)
+                             NULL, 0, &pending.opts) != 0)
                 rc = -1;
             json_decref(pending.root);
             pending.root = NULL;
@@ -1170,7 +1449,7 @@ static int load_input(load_t *L, uint32_t input, FILE *fp)
     }
     if (rc == 0 && have_pending && !interrupted)
         fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
-                  "the input ends after an action line: its source line is missing");
+                  "the input ends after an action line: its source line is missing", NULL, 0, 0);
     json_decref(pending.root);
     if (rc == 0 && ferror(fp) && !interrupted) {
         clear_progress(L);
@@ -1632,9 +1911,16 @@ int esbulk_cmd_load(int argc, char **argv)
         if (L.write_error)
             fprintf(stderr, "esbulk load: writing %s or %s failed\n", L.failed_path,
                     L.reasons_path);
-        else if (L.failed + L.possibly > 0)
+        else if (L.failed + L.possibly > L.unpaired)
             fprintf(stderr, "esbulk load: failed documents are in %s (re-run with --format "
-                            "bulk), reasons in %s\n", L.failed_path, L.reasons_path);
+                            "bulk), reasons in %s%s\n", L.failed_path, L.reasons_path,
+                    L.unpaired > 0 ? "; lines that are no document to re-run (not an action "
+                                     "line, a missing source line) are in the reasons only"
+                                   : "");
+        else if (L.unpaired > 0)
+            fprintf(stderr, "esbulk load: no document to re-run: the failures (lines that are "
+                            "not an action line, missing source lines) are in %s\n",
+                    L.reasons_path);
     }
     if (L.failed + L.possibly > 0) {
         uint64_t n = L.failed + L.possibly;
@@ -1663,6 +1949,7 @@ out:
         fclose(L.reasons_fp);
     free(L.reasons_path);
     free(L.scratch);
+    esbulk_docopts_destroy(L.docopts);
     free(urlbuf);
     esbulk_conf_destroy(conf);
     return rc;
