@@ -7,7 +7,8 @@
  *   esbulk topology --url URL [--set K=V] INDEX ...
  *   esbulk load [--url URL] [--index NAME] [OPTIONS] [FILE ...]   (esbulk_load.c)
  *
- * Exit status: 0 success, 1 a runtime error (cluster, invalid id), 2 bad usage.
+ * Exit status: 0 success, 1 a runtime error (cluster, invalid id, an index of
+ * topology that does not exist), 2 bad usage.
  */
 #define _GNU_SOURCE 1
 #include <esbulk.h>
@@ -39,6 +40,20 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "esbulk: ");
     fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage_text);
+    return EXIT_USAGE;
+}
+
+/* getopt_long's '?' or ':' (opterr 0, optstring ":"): the message, once. */
+static int bad_option(const char *cmd, int c, char **argv)
+{
+    char opt[3] = {'-', (char)optopt, '\0'};
+    /* an unknown short option is in optopt, a long one only in argv (and a
+     * missing argument's option too: optopt is its value then) */
+    const char *name = c == '?' && optopt > 0 && optopt < 128 ? opt : argv[optind - 1];
+
+    fprintf(stderr, "esbulk: %s: ", cmd);
+    fprintf(stderr, c == ':' ? "option %s needs an argument" : "unknown option %s", name);
     fprintf(stderr, "\n%s", usage_text);
     return EXIT_USAGE;
 }
@@ -198,7 +213,8 @@ static int cmd_route(int argc, char **argv)
     int nsets = 0, mod = 0, c, rc;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0; /* bad_option says it, once */
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (parse_int32(optarg, 1, &shards))
@@ -222,7 +238,7 @@ static int cmd_route(int argc, char **argv)
             sets[nsets++] = optarg;
             break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: return usage_error("route: unknown option%s", "");
+        default: return bad_option("route", c, argv);
         }
     }
     argc -= optind;
@@ -276,11 +292,15 @@ static const char *jstr(json_t *o, const char *key)
     return json_is_string(v) ? json_string_value(v) : "-";
 }
 
+/* Prints a topology description. 1 when it names an index whose layout is
+ * not known: it does not exist, has no write index, or could not be read
+ * (a script asking about a missing index wants to know); else 0. */
 static int print_topology(const char *text, int with_cluster)
 {
     json_error_t jerr;
     json_t *root = json_loads(text, 0, &jerr), *nodes, *idx, *prim, *v;
     size_t i;
+    int rc = 0;
 
     if (root == NULL) {
         fprintf(stderr, "esbulk: bad topology description: %s\n", jerr.text);
@@ -299,6 +319,8 @@ static int print_topology(const char *text, int with_cluster)
                            json_is_true(json_object_get(v, "reachable")) ? "" : " (unreachable)");
     }
     idx = json_object_get(root, "index");
+    if (idx != NULL && json_object_get(idx, "shards") == NULL)
+        rc = 1;
     if (idx != NULL) {
         const char *name = jstr(idx, "name"), *wi = jstr(idx, "write_index");
 
@@ -329,7 +351,7 @@ static int print_topology(const char *text, int with_cluster)
         }
     }
     json_decref(root);
-    return 0;
+    return rc;
 }
 
 static int cmd_topology(int argc, char **argv)
@@ -345,7 +367,8 @@ static int cmd_topology(int argc, char **argv)
     int nsets = 0, c, rc = 0, i;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0; /* bad_option says it, once */
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'u': url = optarg; break;
         case 'S':
@@ -354,7 +377,7 @@ static int cmd_topology(int argc, char **argv)
             sets[nsets++] = optarg;
             break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: return usage_error("topology: unknown option%s", "");
+        default: return bad_option("topology", c, argv);
         }
     }
     argc -= optind;

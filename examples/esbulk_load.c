@@ -91,7 +91,10 @@ static const char *load_help =
     "                        reports bad JSON as \"failed to parse\"), and\n"
     "                        enqueue.timeout.ms=0 (a full buffer is waited for in\n"
     "                        esbulk_poll, which frees it; -1 can hang)\n"
-    "\n"
+    "\n";
+
+/* (two strings: ISO C promises literals of 4095 characters only) */
+static const char *load_help_output =
     "Output:\n"
     "  --failed FILE         write every document that was not indexed to FILE as\n"
     "                        _bulk pairs (action line with _index, _id, routing and\n"
@@ -124,7 +127,7 @@ static const char *load_help =
     "\n"
     "Exit status: 0 every document was indexed; 1 some failed or are possibly\n"
     "indexed (\"N documents failed\"), or a runtime error; 2 bad usage (also: an\n"
-    "input file that cannot be opened).\n";
+    "input file that cannot be opened, or a directory).\n";
 
 typedef enum { FMT_AUTO, FMT_NDJSON, FMT_BULK } format_t;
 
@@ -1497,9 +1500,9 @@ static void print_summary(load_t *L, json_t *stats, double el)
                 L->failures_total - L->failures_shown == 1 ? "" : "s",
                 L->reasons_path ? " (all are in " : "", L->reasons_path ? L->reasons_path : "",
                 L->reasons_path ? ")" : "");
-    fprintf(stderr, "esbulk load: %" PRIu64 " documents read, %" PRIu64 " indexed, %" PRIu64
+    fprintf(stderr, "esbulk load: %" PRIu64 " document%s read, %" PRIu64 " indexed, %" PRIu64
             " failed, %" PRIu64 " possibly indexed\n",
-            L->read_docs, L->indexed, L->failed, L->possibly);
+            L->read_docs, L->read_docs == 1 ? "" : "s", L->indexed, L->failed, L->possibly);
     fprintf(stderr, "esbulk load: %.2f s, %.0f docs/s, %.1f MB/s of input\n", el,
             el > 0 ? (double)done / el : 0.0, el > 0 ? (double)L->bytes_done / el / 1e6 : 0.0);
     if (stats != NULL) {
@@ -1645,7 +1648,8 @@ int esbulk_cmd_load(int argc, char **argv)
     L.op = ESBULK_OP_INDEX;
     interrupted = 0;
     optind = 1;
-    while ((li = -1, c = getopt_long(argc, argv, "", load_opts, &li)) != -1) {
+    opterr = 0; /* the message is load's own, said once (":": a missing argument) */
+    while ((li = -1, c = getopt_long(argc, argv, ":", load_opts, &li)) != -1) {
         const char *key = NULL;
 
         if (nopts == (int)(sizeof(opts) / sizeof(opts[0])))
@@ -1708,8 +1712,18 @@ int esbulk_cmd_load(int argc, char **argv)
         case O_FAILED: L.failed_path = optarg; break;
         case O_QUIET: L.quiet = 1; break;
         case O_STATS: L.show_stats = 1; break;
-        case O_HELP: fputs(load_help, stdout); return 0;
-        default: return usage_error("unknown option or missing argument%s", "");
+        case O_HELP:
+            fputs(load_help, stdout);
+            fputs(load_help_output, stdout);
+            return 0;
+        case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
+        default:
+            if (optopt > 0 && optopt < 128) { /* an unknown short option */
+                char opt[3] = {'-', (char)optopt, '\0'};
+
+                return usage_error("unknown option %s", opt);
+            }
+            return usage_error("unknown option %s", argv[optind - 1]);
         }
         if (key != NULL) {
             snprintf(optnames[nopts], sizeof(optnames[nopts]), "--%s",
@@ -1742,6 +1756,14 @@ int esbulk_cmd_load(int argc, char **argv)
             if (fp == NULL) {
                 fprintf(stderr, "esbulk load: cannot open %s: %s\n", L.inputs[i],
                         strerror(errno));
+                return EXIT_USAGE;
+            }
+            if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+                /* opens, then fails at the first read: as a file that cannot be
+                 * opened, bad usage */
+                fprintf(stderr, "esbulk load: cannot read %s: %s\n", L.inputs[i],
+                        strerror(EISDIR));
+                fclose(fp);
                 return EXIT_USAGE;
             }
             if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode))
