@@ -638,20 +638,6 @@ static int start_engine(load_t *L)
     return 0;
 }
 
-#if defined(esbulk_add) && !defined(esbulk_add_opts)
-/* tests/fuzz/fuzz_load.c includes this file with esbulk_add replaced by its
- * checker, esbulk_add_opts not: there, documents with options reach the
- * checker without them (nothing is sent). */
-static esbulk_err_t add_one(load_t *L, esbulk_op_t op, const char *index, const char *id,
-                            size_t id_len, const char *routing, size_t routing_len,
-                            const char *body, size_t body_len, const aopts_t *opts, rec_t *rec,
-                            char *errstr, size_t errstr_size)
-{
-    (void)opts;
-    return esbulk_add(L->eb, op, index, id, id_len, routing, routing_len, body, body_len, rec,
-                      errstr, errstr_size);
-}
-#else
 /* L->docopts holds o alone. The values were checked when the action line
  * was read; whether they fit the operation is esbulk_add_opts's to say. */
 static esbulk_err_t docopts_set(load_t *L, const aopts_t *o)
@@ -694,7 +680,6 @@ static esbulk_err_t add_one(load_t *L, esbulk_op_t op, const char *index, const 
     return esbulk_add_opts(L->eb, op, index, id, id_len, routing, routing_len, body, body_len,
                            L->docopts, rec, errstr, errstr_size);
 }
-#endif
 
 /* Adds one document (body NULL for delete; opts NULL for none). Refusals
  * are reported as failures. Returns 0, -1 when interrupted before it was

@@ -649,9 +649,10 @@ static esbulk_err_t doc_enqueue_n(esbulk_t *eb, esbulk__doc_t *const *docs, size
             waiting = 1;
             if (wait_ms == 0 || (wait_ms > 0 && pthread_cond_timedwait(&eb->cond_space, &eb->lock,
                                                                       &until) == ETIMEDOUT)) {
-                esbulk__errstr(errstr, errstr_size, "queue full: %zu documents, %zu bytes "
+                esbulk__errstr(errstr, errstr_size, "queue full: %zu document%s, %zu bytes "
                                "buffered (buffer.max.docs %zu, buffer.max.bytes %zu)",
-                               eb->buffered_docs, eb->buffered_bytes, eb->max_docs, max_bytes);
+                               eb->buffered_docs, eb->buffered_docs == 1 ? "" : "s",
+                               eb->buffered_bytes, eb->max_docs, max_bytes);
                 err = ESBULK_ERR_QUEUE_FULL;
                 break;
             }

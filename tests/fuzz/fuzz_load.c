@@ -1,8 +1,8 @@
 /* libFuzzer harness: `esbulk load`'s input reader (examples/esbulk_load.c):
  * the NDJSON and _bulk-file line reader, the action-line parser and the
  * top-level field scanner of --id-field / --routing-field. The tool's source
- * is included here with esbulk_add/esbulk_poll replaced by a checker and
- * esbulk_new by a token, so no engine runs.
+ * is included here with esbulk_add/esbulk_add_opts/esbulk_poll replaced by
+ * a checker and esbulk_new by a token, so no engine runs.
  *
  * Input: byte 0 picks the options (format auto/ndjson/bulk, the op, whether
  * --index, --id-field "id", --routing-field "r" and --failed are given); the
@@ -24,13 +24,20 @@ static esbulk_err_t fuzz_add(esbulk_t *eb, esbulk_op_t op, const char *index, co
                              size_t id_len, const char *routing, size_t routing_len,
                              const char *body, size_t body_len, void *doc_opaque, char *errstr,
                              size_t errstr_size);
+static esbulk_err_t fuzz_add_opts(esbulk_t *eb, esbulk_op_t op, const char *index,
+                                  const char *id, size_t id_len, const char *routing,
+                                  size_t routing_len, const char *body, size_t body_len,
+                                  const esbulk_docopts_t *opts, void *doc_opaque, char *errstr,
+                                  size_t errstr_size);
 static int fuzz_poll(esbulk_t *eb, int timeout_ms);
 static esbulk_t *fuzz_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size);
 #define esbulk_add fuzz_add
+#define esbulk_add_opts fuzz_add_opts
 #define esbulk_poll fuzz_poll
 #define esbulk_new fuzz_new
 #include "../../examples/esbulk_load.c"
 #undef esbulk_add
+#undef esbulk_add_opts
 #undef esbulk_poll
 #undef esbulk_new
 
@@ -118,6 +125,20 @@ static esbulk_t *fuzz_new(const esbulk_conf_t *conf, char *errstr, size_t errstr
 
     (void)conf; (void)errstr; (void)errstr_size;
     return (esbulk_t *)(void *)&token;
+}
+
+/* A document with options (an action line's version, pipeline, ...): the
+ * same checks; the options themselves are esbulk_add_opts's to check. */
+static esbulk_err_t fuzz_add_opts(esbulk_t *eb, esbulk_op_t op, const char *index,
+                                  const char *id, size_t id_len, const char *routing,
+                                  size_t routing_len, const char *body, size_t body_len,
+                                  const esbulk_docopts_t *opts, void *doc_opaque, char *errstr,
+                                  size_t errstr_size)
+{
+    if (opts == NULL)
+        FAIL("esbulk_add_opts without options (esbulk_add is for those)");
+    return fuzz_add(eb, op, index, id, id_len, routing, routing_len, body, body_len, doc_opaque,
+                    errstr, errstr_size);
 }
 
 static int fuzz_poll(esbulk_t *eb, int timeout_ms)
