@@ -1695,12 +1695,14 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
         }
         break;
     case ESBULK__RESP_FAIL:
-        if (a->status == 400 && s->ndocs > 1) {
+        if (a->status == 400 && s->ndocs > 1 && resp.error_type != NULL) {
             /* The server refused the whole request while reading it, for one
              * document's sake (an _id over 512 bytes, an update with neither
              * doc nor script: the request itself is the library's): the
              * halves go again, and again, until that document is alone, and
-             * only it fails. The others' batches stay full size. */
+             * only it fails. The others' batches stay full size. Only for
+             * the server's own error (a typed JSON one): a proxy's 400 would
+             * cost twice as many requests as documents, to fail them all. */
             c->counts.split_400++;
             for (i = s->ndocs; i > 0; i--) {
                 s->docs[i - 1]->split = (uint32_t)(s->ndocs / 2);

@@ -94,7 +94,7 @@ MUTANTS = [
             deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, resp.error_type,""",
      "HTTP 413 fails the whole batch instead of splitting it"),
     ("400-fails-batch", "lib/core.c",
-     """        if (a->status == 400 && s->ndocs > 1) {""",
+     """        if (a->status == 400 && s->ndocs > 1 && resp.error_type != NULL) {""",
      """        if (a->status == 400 && s->ndocs > 1 && 0) {""",
      "a request refused whole (400) for one document fails every document in it"),
     ("400-split-uncapped", "lib/core.c",

@@ -960,6 +960,16 @@ START_TEST(test_400_isolates_the_refused_document)
     answer_http(s, 400, refused, now);
     expect(16, ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 400);
     ck_assert_ptr_null(esbulk__core_next_send(fx.core, 1, now));
+    /* a 400 that is not the server's (a proxy's text) fails the request's
+     * documents at once: halving would not find one to blame */
+    add(17, NULL, now);
+    add(18, NULL, now);
+    s = must_send(1, now);
+    ck_assert_uint_eq(s->ndocs, 2);
+    answer_http(s, 400, "bad Content-Length\n", now);
+    expect(17, ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 400);
+    expect(18, ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 400);
+    ck_assert_uint_eq(fx.counts.split_400, 3);
     fx_close();
 }
 END_TEST
