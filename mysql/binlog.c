@@ -145,6 +145,19 @@ static uint64_t le(const unsigned char *p, int n)
     return v;
 }
 
+/* A CHAR/BINARY column's (BT_STRING) maximum length in bytes, and its real
+ * type (ENUM and SET are logged as BT_STRING too). */
+static unsigned string_maxlen(unsigned meta, unsigned *real)
+{
+    unsigned b0 = meta >> 8, b1 = meta & 0xFF, maxlen = b1;
+    *real = b0;
+    if ((b0 & 0x30) != 0x30) {
+        maxlen = b1 | (((b0 & 0x30) ^ 0x30) << 4);
+        *real = b0 | 0x30;
+    }
+    return maxlen;
+}
+
 /* The size of the value at p (at most avail bytes); -1 when unknown. For
  * strings, *data and *dlen get the bytes without their length prefix. */
 static long value_size(const colmeta_t *cm, uint32_t col, const unsigned char *p, size_t avail,
@@ -188,12 +201,9 @@ static long value_size(const colmeta_t *cm, uint32_t col, const unsigned char *p
         break;
     }
     case BT_STRING: {
-        unsigned b0 = meta >> 8, b1 = meta & 0xFF, real = b0, maxlen = b1;
-        if ((b0 & 0x30) != 0x30) {
-            maxlen = b1 | (((b0 & 0x30) ^ 0x30) << 4);
-            real = b0 | 0x30;
-        }
+        unsigned real, maxlen = string_maxlen(meta, &real);
         if (real == BT_ENUM || real == BT_SET) {
+            unsigned b1 = meta & 0xFF;
             n = (long)b1;
         } else {
             int pre = maxlen < 256 ? 1 : 2;
@@ -219,8 +229,8 @@ static long value_size(const colmeta_t *cm, uint32_t col, const unsigned char *p
 
 /* The key component of a row image value, as the text protocol prints it
  * (so that the _id is the snapshot's). */
-static int key_text(const esm_col_t *kc, unsigned type, const unsigned char *d, size_t dlen,
-                    esm_buf_t *out)
+static int key_text(const esm_col_t *kc, unsigned type, unsigned meta, const unsigned char *d,
+                    size_t dlen, esm_buf_t *out)
 {
     char tmp[32];
     out->len = 0;
@@ -250,6 +260,13 @@ static int key_text(const esm_col_t *kc, unsigned type, const unsigned char *d, 
         for (size_t i = 0; i < dlen; i++) {
             esm_buf_addc(out, hex[d[i] >> 4]);
             esm_buf_addc(out, hex[d[i] & 15]);
+        }
+        if (type == BT_STRING) {
+            /* BINARY(n): the binlog leaves out the trailing 0x00 bytes that
+             * the table (and so the snapshot's _id) has */
+            unsigned real, maxlen = string_maxlen(meta, &real);
+            for (size_t i = dlen; i < maxlen; i++)
+                esm_buf_adds(out, "00");
         }
         return 0;
     }
@@ -288,7 +305,7 @@ static long decode_image(esm_table_t *t, const colmeta_t *cm, const unsigned cha
             goto bad;
         for (int j = 0; j < t->nkeys && j < 64; j++)
             if ((uint32_t)t->keys[j].ordinal == i) {
-                if (key_text(&t->keys[j], cm->types[i], d, dlen, &v))
+                if (key_text(&t->keys[j], cm->types[i], cm->meta[i], d, dlen, &v))
                     goto bad;
                 parts[j] = json_stringn(v.p, v.len);
                 found++;
@@ -369,8 +386,10 @@ static int flush_table(esm_job_t *job, esm_table_t *t, esm_unit_t *unit)
         }
         pk[m++] = pk[i];
     }
+    int refreshed = 0;
     for (size_t start = 0; start < m; start += IN_CHUNK) {
         size_t end = start + IN_CHUNK < m ? start + IN_CHUNK : m;
+    again:
         q.len = 0;
         esm_buf_adds(&q, "SELECT ");
         esm_buf_adds(&q, t->select_list);
@@ -404,6 +423,17 @@ static int flush_table(esm_job_t *job, esm_table_t *t, esm_unit_t *unit)
                 (res = mysql_store_result(job->db)))
                 break;
             unsigned e = mysql_errno(job->db);
+            if (e == 1054 && !refreshed) {
+                /* unknown column: renamed or dropped by a DDL statement whose
+                 * table map did not show it (same types) */
+                refreshed = 1;
+                if (esm_table_refresh(job, t))
+                    goto out;
+                if (!job->quiet)
+                    esm_log("%s: its columns changed (now %d in the documents)", t->fullname,
+                            t->ncols);
+                goto again;
+            }
             if (e != 1205 && e != 1213) { /* lock wait timeout, deadlock: again */
                 esm_log("%s: re-reading changed rows: %s", t->fullname, mysql_error(job->db));
                 goto out;
@@ -514,7 +544,86 @@ static tmap_t *find_map(follow_t *F, uint64_t table_id)
     return NULL;
 }
 
-static void on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
+/* The layout letter of a binlog column type (esm_layout_letter's). */
+static char binlog_letter(unsigned type)
+{
+    switch (type) {
+    case BT_TINY: return '1';
+    case BT_SHORT: return '2';
+    case BT_INT24: return '3';
+    case BT_LONG: return '4';
+    case BT_LONGLONG: return '8';
+    case BT_FLOAT: return 'f';
+    case BT_DOUBLE: return 'd';
+    case BT_DECIMAL: case BT_NEWDECIMAL: return 'n';
+    case BT_DATE: case BT_NEWDATE: return 'D';
+    case BT_DATETIME: case BT_DATETIME2: return 'T';
+    case BT_TIMESTAMP: case BT_TIMESTAMP2: return 'S';
+    case BT_TIME: case BT_TIME2: return 't';
+    case BT_YEAR: return 'y';
+    case BT_BIT: return 'b';
+    case BT_VARCHAR: case BT_VAR_STRING: return 'v';
+    case BT_STRING: case BT_ENUM: case BT_SET: return 'c';
+    case BT_BLOB: case BT_TINY_BLOB: case BT_MEDIUM_BLOB: case BT_LONG_BLOB: case BT_JSON:
+    case BT_GEOMETRY: return 'B';
+    default: return '?';
+    }
+}
+
+/* 1 when the key of t can be taken from row images of the binlog layout bl:
+ * the two layouts agree column by column as far as both go (the shorter one
+ * is the table before an ADD COLUMN at the end, or after a DROP of the last
+ * columns), and the key columns are within both. */
+static int layout_fits(const esm_table_t *t, const char *bl)
+{
+    size_t nb = strlen(bl), nt = strlen(t->layout), n = nb < nt ? nb : nt;
+    for (size_t i = 0; i < n; i++)
+        if (bl[i] != t->layout[i] && bl[i] != '?' && t->layout[i] != '?')
+            return 0;
+    for (int k = 0; k < t->nkeys; k++)
+        if ((size_t)t->keys[k].ordinal >= n)
+            return 0;
+    return 1;
+}
+
+/* A table map of a configured table: its columns must be the ones the key
+ * ordinals were taken from. When they differ (a DDL statement: ALTER TABLE
+ * ADD/DROP/MODIFY COLUMN), the table is described again (the new columns
+ * are then in its documents); when they still differ, the row images are
+ * of a layout the table no longer has (a DDL statement after this point of
+ * the binlog): the key cannot be found in them, which is an error rather
+ * than documents of wrong keys. 0, or -1. */
+static int check_layout(follow_t *F, esm_table_t *t, const colmeta_t *cm, uint64_t pos)
+{
+    char *bl = calloc(cm->ncols + 1, 1);
+    for (uint32_t i = 0; i < cm->ncols; i++)
+        bl[i] = binlog_letter(cm->types[i]);
+    if ((t->layout_ok && !strcmp(bl, t->layout_ok)) ||
+        (strlen(bl) == strlen(t->layout) && layout_fits(t, bl))) {
+        free(bl);
+        return 0;
+    }
+    if (esm_table_refresh(F->job, t)) {
+        free(bl);
+        return -1;
+    }
+    if (!layout_fits(t, bl)) {
+        esm_log("%s: its rows at %s:%" PRIu64 " in the binlog have %u columns (%s), the table "
+                "now has %zu (%s): a DDL statement after that point changed it, and the key "
+                "cannot be found in those rows; delete the index and run with --resnapshot",
+                t->fullname, F->file, pos, cm->ncols, bl, strlen(t->layout), t->layout);
+        free(bl);
+        return -1;
+    }
+    if (!F->job->quiet)
+        esm_log("%s: its columns changed (%s, now %d in the documents)", t->fullname, bl,
+                t->ncols);
+    free(t->layout_ok);
+    t->layout_ok = bl;
+    return 0;
+}
+
+static int on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
 {
     struct st_mariadb_rpl_table_map_event *tm = &ev->event.table_map;
     tmap_t *m = find_map(F, tm->table_id);
@@ -542,6 +651,9 @@ static void on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
         esm_log("%s: a table map with bad metadata", m->table->fullname);
         m->table = NULL;
     }
+    if (m->table && check_layout(F, m->table, &m->cm, ev->next_event_pos))
+        return -1;
+    return 0;
 }
 
 static int on_rows(follow_t *F, MARIADB_RPL_EVENT *ev)
@@ -724,8 +836,9 @@ int esm_binlog_follow(esm_job_t *job)
             }
             break;
         case TABLE_MAP_EVENT:
-            on_table_map(&F, ev);
             keep = 1;
+            if (on_table_map(&F, ev))
+                goto out; /* ev is kept in F.maps */
             break;
         case WRITE_ROWS_EVENT_V1:
         case UPDATE_ROWS_EVENT_V1:

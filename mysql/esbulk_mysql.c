@@ -630,6 +630,22 @@ static esm_kind_t kind_of(const char *data_type, const char *column_type, int is
     return ESM_K_TEXT;
 }
 
+char esm_layout_letter(const char *data_type)
+{
+    static const char *const map[][2] = {
+        {"tinyint", "1"}, {"smallint", "2"}, {"mediumint", "3"}, {"int", "4"},
+        {"bigint", "8"}, {"float", "f"}, {"double", "d"}, {"real", "d"}, {"decimal", "n"},
+        {"numeric", "n"}, {"date", "D"}, {"datetime", "T"}, {"timestamp", "S"},
+        {"time", "t"}, {"year", "y"}, {"bit", "b"}, {"varchar", "v"}, {"varbinary", "v"},
+        {"char", "c"}, {"binary", "c"}, {"enum", "c"}, {"set", "c"}, {"tinyblob", "B"},
+        {"blob", "B"}, {"mediumblob", "B"}, {"longblob", "B"}, {"tinytext", "B"},
+        {"text", "B"}, {"mediumtext", "B"}, {"longtext", "B"}, {"json", "B"}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(data_type, map[i][0]))
+            return map[i][1][0];
+    return '?';
+}
+
 void esm_quote_ident(esm_buf_t *b, const char *name)
 {
     esm_buf_addc(b, '`');
@@ -898,6 +914,9 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         quote_ident(&sl, c->name);
     }
     t->select_list = sl.p;
+    t->layout = calloc((size_t)nci + 1, 1);
+    for (int i = 0; i < nci; i++)
+        t->layout[i] = esm_layout_letter(ci[i].data_type);
     rc = 0;
 out:
     if (res)
@@ -914,6 +933,69 @@ out:
     esm_buf_free(&q);
     esm_buf_free(&where);
     return rc;
+}
+
+/* Frees what describe_table made of t. */
+static void free_described(esm_table_t *t)
+{
+    free(t->db);
+    free(t->name);
+    free(t->index);
+    free(t->qname);
+    free(t->fullname);
+    free(t->select_list);
+    free(t->layout);
+    for (int j = 0; j < t->ncols; j++) {
+        free(t->cols[j].name);
+        free(t->cols[j].field);
+        free(t->cols[j].sqltype);
+    }
+    for (int j = 0; j < t->nkeys; j++) {
+        free(t->keys[j].name);
+        free(t->keys[j].field);
+    }
+    free(t->cols);
+    free(t->keys);
+}
+
+int esm_table_refresh(esm_job_t *job, esm_table_t *t)
+{
+    esm_table_conf_t *tc = NULL;
+    for (int i = 0; i < job->cfg.ntables; i++)
+        if (!strcmp(job->cfg.tables[i].db, t->db) && !strcmp(job->cfg.tables[i].table, t->name))
+            tc = &job->cfg.tables[i];
+    if (!tc)
+        return -1;
+    esm_table_t nt;
+    memset(&nt, 0, sizeof(nt));
+    if (describe_table(job, tc, &nt)) {
+        free_described(&nt);
+        return -1;
+    }
+    int same_key = nt.nkeys == t->nkeys;
+    for (int k = 0; same_key && k < t->nkeys; k++)
+        same_key = !strcmp(nt.keys[k].name, t->keys[k].name) && nt.keys[k].kind == t->keys[k].kind;
+    if (!same_key) {
+        esm_log("table %s: its key changed: the documents' _id would change; delete the index "
+                "and run with --resnapshot", t->fullname);
+        free_described(&nt);
+        return -1;
+    }
+    /* the new description in place of the old (same names, so same strings) */
+    esm_table_t old = *t;
+    t->qname = nt.qname;
+    t->db = nt.db;
+    t->name = nt.name;
+    t->index = nt.index;
+    t->fullname = nt.fullname;
+    t->cols = nt.cols;
+    t->ncols = nt.ncols;
+    t->keys = nt.keys;
+    t->nkeys = nt.nkeys;
+    t->select_list = nt.select_list;
+    t->layout = nt.layout;
+    free_described(&old);
+    return 0;
 }
 
 int esm_row_json(esm_job_t *job, esm_table_t *t, MYSQL_ROW row, unsigned long *lens,
@@ -1699,23 +1781,8 @@ out:
         mysql_close(job->db);
     for (int i = 0; i < job->ntables; i++) {
         esm_table_t *t = &job->tables[i];
-        free(t->db);
-        free(t->name);
-        free(t->index);
-        free(t->qname);
-        free(t->fullname);
-        free(t->select_list);
-        for (int j = 0; j < t->ncols; j++) {
-            free(t->cols[j].name);
-            free(t->cols[j].field);
-            free(t->cols[j].sqltype);
-        }
-        for (int j = 0; j < t->nkeys; j++) {
-            free(t->keys[j].name);
-            free(t->keys[j].field);
-        }
-        free(t->cols);
-        free(t->keys);
+        free_described(t);
+        free(t->layout_ok);
         json_decref(t->ack_key);
         json_decref(t->poll_key);
         json_decref(t->poll_read);

@@ -66,6 +66,10 @@ typedef struct esm_table_s {
     esm_unit_t *head, *tail;         /* pages in order */
     uint64_t rows_read, rows_failed;
     uint64_t approx_rows;            /* information_schema estimate (progress) */
+    char *layout;                    /* every column of the table in order, one letter
+                                      * per type family (esm_layout_letter), as
+                                      * described: checked against binlog table maps */
+    char *layout_ok;                 /* the binlog layout last found compatible */
     /* binlog: keys waiting for a re-read */
     struct esm_pending_s *pend;
     size_t npend, cap_pend;
@@ -196,6 +200,14 @@ json_t *esm_field_mapping(const esm_job_t *job, const esm_col_t *c);
 /* --forcemerge: each index merged down to job->forcemerge segments. 0, or -1
  * (a signal cuts the wait short: 0). */
 int esm_forcemerge(esm_job_t *job);
+
+/* The layout letter of an information_schema DATA_TYPE ('?' when unknown:
+ * matches any). */
+char esm_layout_letter(const char *data_type);
+/* Describes table t again (after a DDL statement): its columns, select list
+ * and layout. 0, or -1 with a message (the table is gone, or its key
+ * changed: then t is unchanged). */
+int esm_table_refresh(esm_job_t *job, esm_table_t *t);
 
 /* binlog.c: follows the binary log from the state's position. Returns an
  * exit status (0: stopped as asked). */
