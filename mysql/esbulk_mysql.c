@@ -295,6 +295,21 @@ void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const ch
     json_decref(o);
 }
 
+/* 1 when the cluster refused the document itself (a 4xx item error: a
+ * mapping conflict, a bad value), which no retry changes: dead-lettered
+ * (--on-error skip). Else the cluster was not able to take it. */
+static int refused_document(const esbulk_result_t *r)
+{
+    int32_t status = esbulk_result_status(r);
+    esbulk_err_t err = esbulk_result_err(r);
+    if (esbulk_result_outcome(r) == ESBULK_OUTCOME_POSSIBLY)
+        return 0;
+    if (err == ESBULK_ERR_ITEM)
+        return status >= 400 && status < 500 && status != 429 && status != 408;
+    return err == ESBULK_ERR_INVALID_JSON || err == ESBULK_ERR_DOC_TOO_LARGE ||
+           err == ESBULK_ERR_NOT_ROUTABLE || err == ESBULK_ERR_ROUTING_CONFLICT;
+}
+
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
 {
     (void)eb;
@@ -318,6 +333,22 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
         /* 409: the index already holds a newer version of the row (a
          * replay); 404: a delete of a document that is not there. */
         job->docs_conflict++;
+    } else if (!refused_document(r)) {
+        /* the cluster did not take it (unreachable, overloaded, timed out,
+         * or it may have been indexed): not the row's fault, so it is not
+         * skipped: the job stops with no checkpoint past it, and the next
+         * run sends it again (the same external version) */
+        job->docs_failed++;
+        job->unavailable++;
+        if (job->unavailable == 1)
+            esm_log("%s %s: the cluster did not take the document (%s%s): stopping; the "
+                    "next run resumes from the last checkpoint", esbulk_result_index(r),
+                    esbulk_result_id(r) ? esbulk_result_id(r) : "-",
+                    oc == ESBULK_OUTCOME_POSSIBLY ? "possibly indexed: " : "",
+                    esbulk_result_error_reason(r) ? esbulk_result_error_reason(r)
+                                                  : esbulk_err2str(esbulk_result_err(r)));
+        u->blocked = 1;
+        job->stop = 1;
     } else {
         job->docs_failed++;
         size_t blen = 0;

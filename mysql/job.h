@@ -118,7 +118,8 @@ typedef struct {
     /* counters */
     uint64_t docs_added, docs_indexed, docs_conflict, docs_failed, rows_unmappable;
     uint64_t deletes, binlog_events, binlog_rows, poll_rows, polls;
-    int stop;          /* --on-error stop triggered */
+    uint64_t unavailable; /* documents the cluster did not take (not refused) */
+    int stop;          /* --on-error stop triggered, or the cluster unavailable */
     int closing;       /* stopping after a signal: results of ESBULK_ERR_CLOSED are drops */
     int closed;        /* the engine is closed (after a signal) */
     int caught_up;     /* --catch-up reached its target position */
