@@ -707,6 +707,20 @@ static int on_rows(follow_t *F, MARIADB_RPL_EVENT *ev)
     return 0;
 }
 
+int esm_binlog_keys_supported(esm_job_t *job)
+{
+    for (int i = 0; i < job->ntables; i++)
+        for (int k = 0; k < job->tables[i].nkeys; k++)
+            if (!key_kind_supported(job->tables[i].keys[k].kind)) {
+                esm_log("%s: key column %s: its type cannot be followed in the binlog (keys "
+                        "of integer, CHAR/VARCHAR/TEXT and BINARY/VARBINARY/BLOB types can); "
+                        "give other id columns, or use --snapshot-only or --poll-column",
+                        job->tables[i].fullname, job->tables[i].keys[k].name);
+                return -1;
+            }
+    return 0;
+}
+
 static int caught_up(follow_t *F, const char *tfile, uint64_t tpos)
 {
     if (!F->bfile)
@@ -724,14 +738,8 @@ int esm_binlog_follow(esm_job_t *job)
         esm_log("the state file has no binlog position");
         return ESM_EXIT_FAILED;
     }
-    for (int i = 0; i < job->ntables; i++)
-        for (int k = 0; k < job->tables[i].nkeys; k++)
-            if (!key_kind_supported(job->tables[i].keys[k].kind)) {
-                esm_log("%s: key column %s: its type cannot be followed in the binlog (keys "
-                        "of integer, string, binary, date or decimal types can)",
-                        job->tables[i].fullname, job->tables[i].keys[k].name);
-                return ESM_EXIT_FAILED;
-            }
+    if (esm_binlog_keys_supported(job))
+        return ESM_EXIT_FAILED;
     /* re-reads see committed rows; no gap locks */
     if (esm_query(job, job->db, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"))
         return ESM_EXIT_FAILED;

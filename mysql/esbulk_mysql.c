@@ -1696,6 +1696,10 @@ int main(int argc, char **argv)
         job->opts = esbulk_docopts_new();
     }
 
+    /* a key the binlog cannot be followed on: said before the snapshot,
+     * not after it */
+    if (!job->snapshot_only && !job->poll_column && esm_binlog_keys_supported(job))
+        goto out;
     /* a position to follow from must still be on the server */
     if (!job->snapshot_only && !job->poll_column) {
         json_t *b = json_object_get(job->state, "binlog");

@@ -213,6 +213,9 @@ int esm_table_refresh(esm_job_t *job, esm_table_t *t);
 /* binlog.c: follows the binary log from the state's position. Returns an
  * exit status (0: stopped as asked). */
 int esm_binlog_follow(esm_job_t *job);
+/* -1 with a message when a key column's type cannot be read from row
+ * images (checked before the snapshot), else 0. */
+int esm_binlog_keys_supported(esm_job_t *job);
 /* 1 when file is still on the server, 0 when not, -1 on error. */
 int esm_binlog_exists(esm_job_t *job, const char *file);
 
