@@ -94,7 +94,7 @@ if [ -x "$top_srcdir/tests/cluster/ensure.sh" ]; then
     "$top_srcdir/tests/cluster/ensure.sh" opensearch >/dev/null ||
         { echo "FAIL: the OpenSearch test cluster did not start"; exit 1; }
 fi
-mkdir -p "$top_srcdir/tests/mariadb/run" 2>/dev/null
+mkdir -p "${ESBULK_MARIADB_DIR:-$top_srcdir/tests/mariadb/run}" 2>/dev/null
 (
     flock 9
     # the server must not inherit the lock (fd 9): it would hold it for good
