@@ -87,9 +87,14 @@ func err2str(c ErrCode) string { return C.GoString(C.esbulk_err2str(C.esbulk_err
 
 // An item waiting for its result.
 type pending struct {
-	item   BulkIndexerItem
-	action int32
-	used   bool // the slot holds an item (slots)
+	item BulkIndexerItem
+	// gen tells this item from the others that used or will use the slot;
+	// acc is its number in the order the library accepted items (0 while
+	// its Add is still under way): Flush waits for the items accepted up
+	// to a mark.
+	gen, acc uint64
+	action   int32
+	used     bool // the slot holds an item (slots)
 }
 
 // A Flush or Close asked of the result goroutine.
@@ -111,7 +116,9 @@ type indexer struct {
 	final  []byte      // the stats JSON read just before destroy
 
 	itemsMu sync.Mutex
-	items   slots // the items the library holds, by the opaque they carry
+	items   slots  // the items the library holds, by the opaque they carry
+	gens    uint64 // the last pending.gen given (under itemsMu)
+	accs    uint64 // the last pending.acc given (under itemsMu)
 
 	// room is closed (and replaced) by the result goroutine after each
 	// release while adders wait for room.
@@ -175,6 +182,10 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	set := func(k, v string) { kv = append(kv, [2]string{k, v}) }
 	if len(cfg.Addresses) == 0 {
 		return nil, &Error{Code: ErrCodeInvalidArg, Reason: "BulkIndexerConfig.Addresses is empty"}
+	}
+	if strings.IndexByte(cfg.Index, 0) >= 0 {
+		return nil, &Error{Code: ErrCodeInvalidArg,
+			Reason: "BulkIndexerConfig.Index " + strconv.Quote(cfg.Index) + " contains a NUL byte"}
 	}
 	set("urls", strings.Join(cfg.Addresses, ","))
 	if cfg.NumWorkers > 0 {
@@ -342,6 +353,10 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	if index == "" {
 		index = b.cfg.Index
 	}
+	if strings.IndexByte(index, 0) >= 0 {
+		// the library reads the index as a C string: it would be cut there
+		return &Error{Code: ErrCodeInvalidArg, Reason: "Index " + strconv.Quote(index) + " contains a NUL byte"}
+	}
 	routing := item.Routing
 	if routing == "" {
 		routing = b.cfg.Routing
@@ -418,7 +433,9 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	}
 
 	b.itemsMu.Lock()
-	id := b.items.put(item, int32(op))
+	b.gens++
+	gen := b.gens
+	id := b.items.put(item, int32(op), gen)
 	b.itemsMu.Unlock()
 
 	waiting := false
@@ -435,12 +452,24 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 		if waiting {
 			room = b.roomChan()
 		}
+		// Close sets closed, then takes mu for writing once: an attempt
+		// is either over by then or sees closed, so that nothing is
+		// accepted after Close started (Close waits for all accepted).
 		b.mu.RLock()
 		var rc C.int32_t = C.ESBULK_ERR_CLOSED
-		if !b.gone {
+		if !b.gone && !b.closed.Load() {
 			rc = C.esbgo_add(b.eb, C.int32_t(op), at(indexOff), idPtr, C.size_t(len(item.DocumentID)),
 				routingPtr, C.size_t(len(routing)), bodyPtr, C.size_t(bodyLen), flags, version,
 				versionType, seqNo, primTerm, retries, C.uintptr_t(id), at(errOff), errstrBytes)
+			if rc == C.ESBULK_OK {
+				// numbered before Add returns (and before Close's
+				// barrier ends), for the marks of Flush and Close
+				b.itemsMu.Lock()
+				if b.items.accept(id, gen, b.accs+1) {
+					b.accs++
+				} // else its result came first: nothing to wait for
+				b.itemsMu.Unlock()
+			}
 		}
 		b.mu.RUnlock()
 		if rc == C.ESBULK_OK {
@@ -497,6 +526,11 @@ func (b *indexer) Close(ctx context.Context) error {
 		return nil
 	}
 	close(b.closing)
+	// the barrier: every Add attempt under way ends, no later one is
+	// accepted (each looks at closed under mu)
+	b.mu.Lock()
+	//nolint:staticcheck // an empty critical section, on purpose
+	b.mu.Unlock()
 	err := b.ask(ctx, true)
 	<-b.finished
 	return err

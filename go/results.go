@@ -80,6 +80,11 @@ type drainer struct {
 	res    *C.esbgo_res
 	logFac *C.char // esbulk_log_take's buffers
 	logMsg *C.char
+	// mark is the pending.acc up to which a Flush or Close waits for the
+	// callbacks (0: none runs), left how many of those items have not
+	// had theirs
+	mark uint64
+	left int
 }
 
 const (
@@ -121,7 +126,11 @@ func (d *drainer) pull(wait time.Duration) int {
 	batch := make([]done, n)
 	b.itemsMu.Lock()
 	for i := range rs {
-		batch[i].p, batch[i].ok = b.items.take(uint64(rs[i].opaque))
+		p, ok := b.items.take(uint64(rs[i].opaque))
+		batch[i].p, batch[i].ok = p, ok
+		if ok && p.acc != 0 && p.acc <= d.mark {
+			d.left-- // one of the items a Flush or Close waits for
+		}
 	}
 	b.itemsMu.Unlock()
 	for i := range rs {
@@ -242,9 +251,10 @@ func goString(s *C.char) string {
 	return C.GoString(s)
 }
 
-// slice is how long one blocking library call may last, so that a command
-// sees its context end within about that much.
-func slice(ctx context.Context, d time.Duration) (C.int32_t, bool) {
+// wait is how long one pull may wait for a result, so that a command
+// sees its context end within about pollWait (a cancel as a deadline).
+func wait(ctx context.Context) (time.Duration, bool) {
+	d := pollWait
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		if left <= 0 {
@@ -254,16 +264,13 @@ func slice(ctx context.Context, d time.Duration) (C.int32_t, bool) {
 			d = left
 		}
 	}
-	v := d.Milliseconds()
-	if v < 1 {
-		v = 1
-	}
-	return C.int32_t(v), true
+	return d, true
 }
 
-// flush sends what is buffered and serves results until every item added
-// before has had its callback, in slices that grow from 50 ms to 1 s so
-// that ctx is seen ending.
+// flush sends what is buffered and serves results until every item
+// accepted before (Add returned nil before Flush was called) has had its
+// callback. The mark is taken once: items added meanwhile (by other
+// goroutines, or re-queued by callbacks) are sent but not waited for.
 func (d *drainer) flush(ctx context.Context) error {
 	b := d.b
 	if b.cfg.OnFlushStart != nil {
@@ -272,25 +279,26 @@ func (d *drainer) flush(ctx context.Context) error {
 	if b.cfg.OnFlushEnd != nil {
 		defer b.cfg.OnFlushEnd(ctx)
 	}
-	step := 50 * time.Millisecond
-	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	b.itemsMu.Lock()
+	d.mark = b.accs
+	d.left = b.items.accepted(d.mark)
+	b.itemsMu.Unlock()
+	defer func() { d.mark, d.left = 0, 0 }()
+	// "send now": the library sends every item buffered at once, as
+	// request slots free, until each has its result, also after this
+	// call (which does not wait) returned
+	C.esbulk_flush(b.eb, 0)
+	for d.left > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		t, ok := slice(ctx, step)
+		w, ok := wait(ctx)
 		if !ok {
 			return context.DeadlineExceeded
 		}
-		rc := C.esbulk_flush(b.eb, t)
-		for d.pull(0) > 0 {
-		}
-		if rc == C.ESBULK_OK {
-			return nil
-		}
-		if step < time.Second {
-			step *= 2
-		}
+		d.pull(w)
 	}
+	return nil
 }
 
 // close flushes until ctx ends, closes the handle (what is left gets its
@@ -298,9 +306,15 @@ func (d *drainer) flush(ctx context.Context) error {
 // handle.
 func (d *drainer) close(ctx context.Context) error {
 	b := d.b
+	// No Add is accepted any more (Close's barrier): flush waits for
+	// every item accepted, until ctx ends.
 	err := d.flush(ctx)
-	C.esbulk_close(b.eb, 0)
+	rc := C.esbulk_close(b.eb, 0)
 	for d.pull(0) > 0 {
+	}
+	if err == nil && rc != C.ESBULK_OK {
+		// cannot happen: every item had its result before the close
+		err = &Error{Code: ErrCode(rc), Reason: "close: items were left without their result"}
 	}
 	// Every item the library accepted has had its result by now. One still
 	// in the map is being added by an Add that the closed handle refuses:

@@ -12,8 +12,9 @@ type slots struct {
 	free  []uint32
 }
 
-// put stores item and returns its opaque.
-func (s *slots) put(item BulkIndexerItem, action int32) uint64 {
+// put stores item and gen (a number no other item of the indexer has) and
+// returns its opaque.
+func (s *slots) put(item BulkIndexerItem, action int32, gen uint64) uint64 {
 	var i uint32
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
@@ -24,9 +25,36 @@ func (s *slots) put(item BulkIndexerItem, action int32) uint64 {
 	}
 	p := &s.items[i]
 	p.item = item
+	p.gen = gen
 	p.action = action
 	p.used = true
 	return uint64(i) + 1
+}
+
+// accept marks the item of opaque id and gen accepted by the library, as
+// number acc; false when the slot no longer holds it (its result came first).
+func (s *slots) accept(id, gen, acc uint64) bool {
+	if id == 0 || id > uint64(len(s.items)) {
+		return false
+	}
+	p := &s.items[id-1]
+	if !p.used || p.gen != gen {
+		return false
+	}
+	p.acc = acc
+	return true
+}
+
+// accepted counts the items held that were accepted as number mark or
+// before.
+func (s *slots) accepted(mark uint64) int {
+	n := 0
+	for i := range s.items {
+		if p := &s.items[i]; p.used && p.acc != 0 && p.acc <= mark {
+			n++
+		}
+	}
+	return n
 }
 
 // take returns the item of opaque id and frees its slot; ok is false when

@@ -27,15 +27,20 @@ type BulkIndexer interface {
 	Add(ctx context.Context, item BulkIndexerItem) error
 
 	// Flush sends everything buffered now and returns once every item
-	// added before the call has had its callback, or ctx.Err() when ctx
-	// ends first (the items stay buffered and get their callbacks later).
+	// added before the call (its Add returned nil) has had its callback,
+	// or ctx.Err() when ctx ends first (the items stay buffered and get
+	// their callbacks later). Items added while it runs are sent too, but
+	// not waited for. A cancel of ctx is seen within some 20 ms.
 	Flush(ctx context.Context) error
 
 	// Close flushes until ctx ends, then gives every item still without an
 	// outcome its OnFailure (an *Error with Code ErrCodeClosed), waits for
 	// every callback to return, and frees the library's handle. It returns
-	// nil when everything was delivered before ctx ended, else ctx.Err().
-	// Later calls of Add return ErrClosed; later calls of Close return nil.
+	// nil when everything was delivered before ctx ended, else ctx.Err():
+	// with a ctx that never ends, every item Add accepted is delivered.
+	// Once Close has begun, Add (also one already waiting for room)
+	// returns ErrClosed: no item is accepted after it. Later calls of
+	// Close return nil.
 	Close(ctx context.Context) error
 
 	// Stats returns the indexer's counters. Safe from any goroutine, also

@@ -1,0 +1,183 @@
+package esbulk_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	esbulk "github.com/libesbulk/libesbulk/go"
+)
+
+// Flush while another goroutine keeps the buffer full returns once every
+// item added before the call has had its callback: it does not chase the
+// items added after. Each request waits for a refresh (refresh=wait_for,
+// the index's 1 s interval) and carries 200 items, one at a time per node,
+// so that a full buffer (2000) takes some seconds to drain and a Flush that waited for everything added up to some moment
+// after its call would never be done (libesbulk's esbulk_flush, called
+// again for at most a second at a time, was).
+func TestFlushWhileAdding(t *testing.T) {
+	const max = 1 << 20
+	index := uniqueIndex("go-esbulk-flush-live")
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		BufferMaxDocs: 2000, FlushDocs: 200, NumWorkers: 1, Refresh: "wait_for"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := make([]atomic.Bool, max)
+	cb := func(item esbulk.BulkIndexerItem) { called[idOf(item)].Store(true) }
+	var returned atomic.Int64 // items 0..returned-1 have had their Add return nil
+	stop := make(chan struct{})
+	adderDone := make(chan error, 1)
+	go func() {
+		for k := 0; k < max; k++ {
+			select {
+			case <-stop:
+				adderDone <- nil
+				return
+			default:
+			}
+			err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(k),
+				Body: strings.NewReader(`{"a":1}`),
+				OnSuccess: func(_ context.Context, item esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem) {
+					cb(item)
+				},
+				OnFailure: func(_ context.Context, item esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem, _ error) {
+					cb(item)
+				}})
+			if err != nil {
+				adderDone <- err
+				return
+			}
+			returned.Store(int64(k + 1))
+		}
+		adderDone <- errors.New("ran out of items")
+	}()
+	for bi.Stats().Pending < 1800 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := returned.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	err = bi.Flush(ctx)
+	el := time.Since(t0)
+	missing := 0
+	for k := int64(0); k < before; k++ {
+		if !called[k].Load() {
+			missing++
+		}
+	}
+	close(stop)
+	if e := <-adderDone; e != nil {
+		t.Errorf("adder: %v", e)
+	}
+	t.Logf("flush of %d items while adding: %v after %v; %d added in all", before, err, el, returned.Load())
+	if err != nil {
+		t.Errorf("flush while adding: %v after %v", err, el)
+	}
+	if missing > 0 {
+		t.Errorf("%d of the %d items added before the Flush without a callback when it returned", missing, before)
+	}
+	// what is left is no concern here: a short Close
+	cctx, ccancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer ccancel()
+	_ = bi.Close(cctx)
+}
+
+// Close without a limit delivers every item whose Add returned nil, while
+// goroutines keep adding (Add returns ErrClosed once Close began): no
+// accepted item gets ErrClosed. Many rounds, each a short race.
+func TestCloseUnlimitedDeliversAll(t *testing.T) {
+	const adders = 128
+	index := uniqueIndex("go-esbulk-close-all")
+	freshIndex(t, index, "")
+	end := time.Now().Add(3 * time.Second)
+	rounds := 0
+	for ; time.Now().Before(end) || rounds < 10; rounds++ {
+		bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+			BufferMaxDocs: 20, FlushDocs: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted, ok, closedFail, otherFail atomic.Int64
+		var wg sync.WaitGroup
+		var addErr atomic.Value
+		for a := 0; a < adders; a++ {
+			wg.Add(1)
+			go func(a int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(a*1000000 + i),
+						Body: strings.NewReader(`{"a":1}`),
+						OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
+							ok.Add(1)
+						},
+						OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem, err error) {
+							if errors.Is(err, esbulk.ErrClosed) {
+								closedFail.Add(1)
+							} else {
+								otherFail.Add(1)
+							}
+						}})
+					if err != nil {
+						if !errors.Is(err, esbulk.ErrClosed) {
+							addErr.Store(err)
+						}
+						return
+					}
+					accepted.Add(1)
+				}
+			}(a)
+		}
+		time.Sleep(30 * time.Millisecond)
+		err = bi.Close(context.Background())
+		wg.Wait()
+		if e := addErr.Load(); e != nil {
+			t.Fatalf("round %d: add: %v", rounds, e)
+		}
+		if err != nil || closedFail.Load() != 0 || otherFail.Load() != 0 || ok.Load() != accepted.Load() {
+			t.Fatalf("round %d: Close(Background) = %v; accepted %d, indexed %d, failed with ErrClosed %d, other failures %d",
+				rounds, err, accepted.Load(), ok.Load(), closedFail.Load(), otherFail.Load())
+		}
+	}
+	t.Logf("%d rounds", rounds)
+}
+
+// Flush and Close see a cancel (a context without a deadline) within a
+// small fraction of a second, not at the end of a long wait inside the
+// library.
+func TestCancelSeenSoon(t *testing.T) {
+	for _, closing := range []bool{false, true} {
+		bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ty := newTally(1)
+		addN(t, bi, ty, 1)
+		const after = 800 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(after, cancel)
+		t0 := time.Now()
+		if closing {
+			err = bi.Close(ctx)
+		} else {
+			err = bi.Flush(ctx)
+		}
+		late := time.Since(t0) - after
+		if !errors.Is(err, context.Canceled) || late > 400*time.Millisecond {
+			t.Errorf("close=%v, cancelled after %v: %v, %v late", closing, after, err, late)
+		}
+		if !closing {
+			cctx, ccancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			bi.Close(cctx)
+			ccancel()
+		}
+		ty.exactlyOnce(t, nil)
+	}
+}
