@@ -69,6 +69,16 @@ func (e *Error) Is(target error) bool {
 // ErrCodeClosed failures of items that Close did not deliver).
 var ErrClosed error = &Error{Code: ErrCodeClosed}
 
+// ErrInCallback matches (errors.Is) the error of Flush or Close called from
+// code the result goroutine runs (an item callback, OnError, OnLog,
+// OnFlushStart, OnFlushEnd): they would wait for that code itself.
+var ErrInCallback error = &Error{Code: ErrCodeInCallback}
+
+// ErrQueueFull matches (errors.Is) the error of Add called from such code
+// when the buffer is full: there it never waits, since only the result
+// goroutine makes room (as libesbulk's esbulk_add in a result callback).
+var ErrQueueFull error = &Error{Code: ErrCodeQueueFull}
+
 // BatchError is what OnError receives: how many items of one batch of
 // results failed without the server refusing them, and the first error.
 type BatchError struct {

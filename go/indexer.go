@@ -88,6 +88,7 @@ func err2str(c ErrCode) string { return C.GoString(C.esbulk_err2str(C.esbulk_err
 // An item waiting for its result.
 type pending struct {
 	item BulkIndexerItem
+	ctx  context.Context // the Add's, passed on to the callbacks
 	// gen tells this item from the others that used or will use the slot;
 	// acc is its number in the order the library accepted items (0 while
 	// its Add is still under way): Flush waits for the items accepted up
@@ -119,6 +120,9 @@ type indexer struct {
 	items   slots  // the items the library holds, by the opaque they carry
 	gens    uint64 // the last pending.gen given (under itemsMu)
 	accs    uint64 // the last pending.acc given (under itemsMu)
+
+	runID  atomic.Uint64 // the result goroutine's id (goid)
+	inUser atomic.Bool   // the result goroutine runs user code (callbacks)
 
 	// room is closed (and replaced) by the result goroutine after each
 	// release while adders wait for room.
@@ -182,10 +186,6 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	set := func(k, v string) { kv = append(kv, [2]string{k, v}) }
 	if len(cfg.Addresses) == 0 {
 		return nil, &Error{Code: ErrCodeInvalidArg, Reason: "BulkIndexerConfig.Addresses is empty"}
-	}
-	if strings.IndexByte(cfg.Index, 0) >= 0 {
-		return nil, &Error{Code: ErrCodeInvalidArg,
-			Reason: "BulkIndexerConfig.Index " + strconv.Quote(cfg.Index) + " contains a NUL byte"}
 	}
 	set("urls", strings.Join(cfg.Addresses, ","))
 	if cfg.NumWorkers > 0 {
@@ -353,10 +353,6 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	if index == "" {
 		index = b.cfg.Index
 	}
-	if strings.IndexByte(index, 0) >= 0 {
-		// the library reads the index as a C string: it would be cut there
-		return &Error{Code: ErrCodeInvalidArg, Reason: "Index " + strconv.Quote(index) + " contains a NUL byte"}
-	}
 	routing := item.Routing
 	if routing == "" {
 		routing = b.cfg.Routing
@@ -435,7 +431,7 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	b.itemsMu.Lock()
 	b.gens++
 	gen := b.gens
-	id := b.items.put(item, int32(op), gen)
+	id := b.items.put(item, int32(op), ctx, gen)
 	b.itemsMu.Unlock()
 
 	waiting := false
@@ -483,6 +479,13 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 			}
 			return &Error{Code: ErrCode(rc), Reason: C.GoString(at(errOff))}
 		}
+		if b.inResultGoroutine(ctx) {
+			// only the result goroutine makes room: it must not wait for
+			// itself (libesbulk's esbulk_add never waits in a callback)
+			b.forget(id)
+			return &Error{Code: ErrCodeQueueFull,
+				Reason: "the buffer is full, and Add from a callback never waits (only the result goroutine makes room)"}
+		}
 		if !waiting {
 			waiting = true
 			b.waiters.Add(1)
@@ -513,6 +516,10 @@ func (b *indexer) forget(id uint64) {
 
 // Flush implements BulkIndexer.
 func (b *indexer) Flush(ctx context.Context) error {
+	if b.inResultGoroutine(ctx) {
+		return &Error{Code: ErrCodeInCallback,
+			Reason: "Flush called from a callback (it would wait for the callback itself)"}
+	}
 	if b.closed.Load() {
 		return ErrClosed
 	}
@@ -521,6 +528,10 @@ func (b *indexer) Flush(ctx context.Context) error {
 
 // Close implements BulkIndexer.
 func (b *indexer) Close(ctx context.Context) error {
+	if b.inResultGoroutine(ctx) {
+		return &Error{Code: ErrCodeInCallback,
+			Reason: "Close called from a callback (it would wait for the callback itself)"}
+	}
 	if b.closed.Swap(true) {
 		<-b.finished
 		return nil

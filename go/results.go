@@ -51,6 +51,7 @@ import (
 // goroutine that runs item callbacks.
 func (b *indexer) run() {
 	defer close(b.finished)
+	b.runID.Store(goid())
 	out := (**C.esbulk_result_t)(C.malloc(C.size_t(pollBatch) * C.size_t(unsafe.Sizeof(uintptr(0)))))
 	res := (*C.esbgo_res)(C.malloc(C.size_t(pollBatch) * C.size_t(unsafe.Sizeof(C.esbgo_res{}))))
 	defer C.free(unsafe.Pointer(out))
@@ -102,7 +103,8 @@ func (d *drainer) takeLog() {
 	}
 	var level C.int32_t
 	for C.esbulk_log_take(d.b.eb, &level, d.logFac, logFacilityBytes, d.logMsg, logMessageBytes) == 1 {
-		onLog(int(level), C.GoString(d.logFac), C.GoString(d.logMsg))
+		lv, fac, msg := int(level), C.GoString(d.logFac), C.GoString(d.logMsg)
+		d.b.userCode(func() { onLog(lv, fac, msg) })
 	}
 }
 
@@ -164,7 +166,8 @@ func (d *drainer) pull(wait time.Duration) int {
 	C.esbulk_results_release(b.eb)
 	b.signalRoom()
 
-	ctx := context.Background()
+	b.inUser.Store(true)
+	defer b.inUser.Store(false)
 	var nerr int
 	var first error
 	for i := range batch {
@@ -173,6 +176,7 @@ func (d *drainer) pull(wait time.Duration) int {
 			continue // cannot happen: every opaque is the id of an item held
 		}
 		it := dn.p.item
+		ctx := b.callbackCtx(dn.p.ctx)
 		// As esutil and opensearchutil do, a delete of a missing document
 		// (status 404, result not_found) goes to OnFailure with a nil err,
 		// although libesbulk counts it done.
@@ -209,7 +213,7 @@ func (d *drainer) pull(wait time.Duration) int {
 		}
 	}
 	if nerr > 0 && b.cfg.OnError != nil {
-		b.cfg.OnError(ctx, &BatchError{Items: nerr, First: first})
+		b.cfg.OnError(b.callbackCtx(nil), &BatchError{Items: nerr, First: first})
 	}
 	return n
 }
@@ -274,10 +278,10 @@ func wait(ctx context.Context) (time.Duration, bool) {
 func (d *drainer) flush(ctx context.Context) error {
 	b := d.b
 	if b.cfg.OnFlushStart != nil {
-		ctx = b.cfg.OnFlushStart(ctx)
+		b.userCode(func() { ctx = b.cfg.OnFlushStart(ctx) })
 	}
 	if b.cfg.OnFlushEnd != nil {
-		defer b.cfg.OnFlushEnd(ctx)
+		defer b.userCode(func() { b.cfg.OnFlushEnd(ctx) })
 	}
 	b.itemsMu.Lock()
 	d.mark = b.accs

@@ -1,5 +1,7 @@
 package esbulk
 
+import "context"
+
 // slots holds the items the library holds, in a slice indexed by the
 // opaque each document carries (slot index + 1: 0 is never an opaque), with
 // a free list: no allocation and no hashing per item, as a map of ids had.
@@ -12,9 +14,9 @@ type slots struct {
 	free  []uint32
 }
 
-// put stores item and gen (a number no other item of the indexer has) and
-// returns its opaque.
-func (s *slots) put(item BulkIndexerItem, action int32, gen uint64) uint64 {
+// put stores item, the Add's ctx and gen (a number no other item of the
+// indexer has) and returns its opaque.
+func (s *slots) put(item BulkIndexerItem, action int32, ctx context.Context, gen uint64) uint64 {
 	var i uint32
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
@@ -25,6 +27,7 @@ func (s *slots) put(item BulkIndexerItem, action int32, gen uint64) uint64 {
 	}
 	p := &s.items[i]
 	p.item = item
+	p.ctx = ctx
 	p.gen = gen
 	p.action = action
 	p.used = true

@@ -1,11 +1,14 @@
 package esbulk
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 func TestSlots(t *testing.T) {
 	var s slots
-	a := s.put(BulkIndexerItem{DocumentID: "a"}, 1, 1)
-	b := s.put(BulkIndexerItem{DocumentID: "b"}, 2, 2)
+	a := s.put(BulkIndexerItem{DocumentID: "a"}, 1, context.Background(), 1)
+	b := s.put(BulkIndexerItem{DocumentID: "b"}, 2, context.Background(), 2)
 	if a == 0 || b == 0 || a == b {
 		t.Fatalf("opaques %d, %d: want distinct and not 0", a, b)
 	}
@@ -27,7 +30,7 @@ func TestSlots(t *testing.T) {
 	if s.items[a-1].item.DocumentID != "" || s.items[a-1].used {
 		t.Fatal("a taken slot still holds its item")
 	}
-	c := s.put(BulkIndexerItem{DocumentID: "c"}, 3, 3)
+	c := s.put(BulkIndexerItem{DocumentID: "c"}, 3, nil, 3)
 	if c != a {
 		t.Fatalf("freed slot not reused: %d, want %d", c, a)
 	}

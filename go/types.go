@@ -14,9 +14,19 @@ import (
 // Every item that Add accepted (returned nil) gets exactly one callback,
 // OnSuccess or OnFailure, run by the indexer's single result goroutine; an
 // item whose Add returned an error gets none. Callbacks run one at a time,
-// so they should be quick. They may call Add (which waits, on its context,
-// if the buffer is full: only the result goroutine makes room) but not
-// Flush or Close, which would wait for themselves.
+// so they should be quick. Each gets the context of the item's Add (its
+// values, deadline and cancellation), marked as a callback's.
+//
+// A callback may call Add, to re-queue an item: there Add never waits (as
+// libesbulk's esbulk_add from a result callback), since only the result
+// goroutine, busy with the callback, makes room: with the buffer full it
+// returns an *Error with ErrCodeQueueFull at once (errors.Is(err,
+// ErrQueueFull)). Flush and Close called from a callback (or from OnError,
+// OnLog, OnFlushStart, OnFlushEnd) would wait for themselves: they return
+// an *Error with ErrCodeInCallback (ErrInCallback) at once. Such calls are
+// recognised by the callback's ctx, or, with another ctx, by the goroutine
+// (a goroutine that a callback starts and waits for should be given the
+// callback's ctx).
 type BulkIndexer interface {
 	// Add copies the item into the library's buffer. It blocks while the
 	// buffer is full (BufferMaxBytes, BufferMaxDocs) and returns ctx.Err()
