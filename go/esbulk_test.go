@@ -273,6 +273,10 @@ func TestRefusals(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != esbulk.ErrCodeUnknownKey || !strings.Contains(e.Reason, "no.such.key") {
 		t.Errorf("unknown key: %v", err)
 	}
+	_, err = esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: "x\x00y"})
+	if !errors.As(err, &e) || e.Code != esbulk.ErrCodeInvalidArg || !strings.Contains(e.Reason, "NUL") {
+		t.Errorf("an Index with a NUL: %v", err)
+	}
 	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +289,8 @@ func TestRefusals(t *testing.T) {
 		{Index: "x", Action: "index", IfSeqNo: i64(1), Body: strings.NewReader(`{}`)},
 		{Index: "x", Action: "index"},
 		{Index: "x", Action: "index", Body: strings.NewReader(`[1]`)},
-		{Index: "x", Action: "update", Body: strings.NewReader(`{}`)}, // update needs an id
+		{Index: "x", Action: "update", Body: strings.NewReader(`{}`)},     // update needs an id
+		{Index: "x\x00y", Action: "index", Body: strings.NewReader(`{}`)}, // a C string would end at the NUL
 	} {
 		it.OnFailure = cb
 		if err := bi.Add(context.Background(), it); err == nil {

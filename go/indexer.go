@@ -187,6 +187,10 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	if len(cfg.Addresses) == 0 {
 		return nil, &Error{Code: ErrCodeInvalidArg, Reason: "BulkIndexerConfig.Addresses is empty"}
 	}
+	if strings.IndexByte(cfg.Index, 0) >= 0 {
+		return nil, &Error{Code: ErrCodeInvalidArg,
+			Reason: "BulkIndexerConfig.Index " + strconv.Quote(cfg.Index) + " contains a NUL byte"}
+	}
 	set("urls", strings.Join(cfg.Addresses, ","))
 	if cfg.NumWorkers > 0 {
 		n := cfg.NumWorkers
@@ -352,6 +356,10 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	index := item.Index
 	if index == "" {
 		index = b.cfg.Index
+	}
+	if strings.IndexByte(index, 0) >= 0 {
+		// the library reads the index as a C string: it would be cut there
+		return &Error{Code: ErrCodeInvalidArg, Reason: "Index " + strconv.Quote(index) + " contains a NUL byte"}
 	}
 	routing := item.Routing
 	if routing == "" {

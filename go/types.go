@@ -31,9 +31,9 @@ type BulkIndexer interface {
 	// Add copies the item into the library's buffer. It blocks while the
 	// buffer is full (BufferMaxBytes, BufferMaxDocs) and returns ctx.Err()
 	// when ctx ends first, ErrClosed after Close, or an *Error when the
-	// library refuses the item (bad UTF-8, a body that is not one JSON
-	// object, too large, options that do not fit the action). Safe from any
-	// number of goroutines at once.
+	// item is refused (bad UTF-8, a NUL byte in Index, a body that is not
+	// one JSON object, too large, options that do not fit the action).
+	// Safe from any number of goroutines at once.
 	Add(ctx context.Context, item BulkIndexerItem) error
 
 	// Flush sends everything buffered now and returns once every item
