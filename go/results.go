@@ -207,7 +207,6 @@ func (d *drainer) pull(wait time.Duration) int {
 			}
 		}
 		b.numFailed.Add(1)
-		b.numFlushed.Add(1)
 		if it.OnFailure != nil {
 			it.OnFailure(ctx, it, dn.resp, dn.err)
 		}

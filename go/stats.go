@@ -47,7 +47,7 @@ func (b *indexer) Stats() BulkIndexerStats {
 		NumPossibly: b.numPossibly.Load(),
 	}
 	// A callback may run before its Add has counted the item: never below 0.
-	if st.Pending = int64(st.NumAdded) - int64(st.NumFlushed); st.Pending < 0 {
+	if st.Pending = int64(st.NumAdded) - int64(st.NumFlushed) - int64(st.NumFailed); st.Pending < 0 {
 		st.Pending = 0
 	}
 	var raw []byte

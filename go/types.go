@@ -272,9 +272,11 @@ type BulkIndexerConfig struct {
 
 // BulkIndexerStats are the indexer's counters: esutil's, then libesbulk's.
 type BulkIndexerStats struct {
+	// As in esutil and opensearchutil: NumFlushed counts the successes
+	// only, so that NumFlushed + NumFailed + Pending == NumAdded.
 	NumAdded    uint64 // items accepted by Add
-	NumFlushed  uint64 // items whose callback has run
-	NumFailed   uint64 // items whose OnFailure has run
+	NumFlushed  uint64 // items whose OnSuccess has run (or is running)
+	NumFailed   uint64 // items whose OnFailure has run (or is running)
 	NumIndexed  uint64 // successes of "index" items
 	NumCreated  uint64 // successes of "create" items
 	NumUpdated  uint64 // successes of "update" items
