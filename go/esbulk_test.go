@@ -499,8 +499,13 @@ func TestRequeueFromCallback(t *testing.T) {
 	var requeueErr atomic.Value
 	onSuccess := func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) { ok.Add(1) }
 	var onFailure func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem, error)
+	var causeBad atomic.Value
 	onFailure = func(ctx context.Context, item esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
 		failed.Add(1)
+		// the server's caused_by in Cause, as esutil has it
+		if r.Error.Cause.Type == "" || r.Error.Cause.Reason == "" || strings.Contains(r.Error.Reason, "caused by") {
+			causeBad.Store(fmt.Sprintf("%+v", r.Error))
+		}
 		item.Body = strings.NewReader(`{"n":1}`)
 		if err := bi.Add(ctx, item); err != nil {
 			requeueErr.Store(err)
@@ -521,6 +526,9 @@ func TestRequeueFromCallback(t *testing.T) {
 	}
 	if err := bi.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if e := causeBad.Load(); e != nil {
+		t.Errorf("mapping error without its cause in Error.Cause: %v", e)
 	}
 	if e := requeueErr.Load(); e != nil {
 		t.Errorf("re-queue from a callback: %v", e)

@@ -42,6 +42,7 @@ import "C"
 
 import (
 	"context"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -157,7 +158,14 @@ func (d *drainer) pull(wait time.Duration) int {
 		if resp.Outcome != OutcomeIndexed {
 			resp.Error.Type = goString(r.error_type)
 			resp.Error.Reason = goString(r.error_reason)
-			if ErrCode(r.err) != ErrCodeItem {
+			if ErrCode(r.err) == ErrCodeItem {
+				// the server's caused_by, which libesbulk appends to the
+				// reason: in Cause, as esutil has it
+				if top, ct, cr, ok := splitCause(resp.Error.Reason); ok {
+					resp.Error.Reason = top
+					resp.Error.Cause.Type, resp.Error.Cause.Reason = ct, cr
+				}
+			} else {
 				dn.err = &Error{Code: ErrCode(r.err), Reason: resp.Error.Reason,
 					Possibly: resp.Outcome == OutcomePossibly}
 			}
@@ -215,6 +223,27 @@ func (d *drainer) pull(wait time.Duration) int {
 		b.cfg.OnError(b.callbackCtx(nil), &BatchError{Items: nerr, First: first})
 	}
 	return n
+}
+
+// causeMark starts what libesbulk appends to a server's error reason for
+// its caused_by: " (caused by <type>: <reason>)" (<type> "error" when the
+// server gave none).
+const causeMark = " (caused by "
+
+// splitCause splits a reason that ends with libesbulk's caused_by suffix
+// into the reason proper and the cause's type and reason; ok is false when
+// there is no such suffix (or the library cut it, at its length cap).
+func splitCause(reason string) (top, ctype, creason string, ok bool) {
+	i := strings.Index(reason, causeMark)
+	if i < 0 || !strings.HasSuffix(reason, ")") {
+		return reason, "", "", false
+	}
+	rest := reason[i+len(causeMark) : len(reason)-1]
+	j := strings.Index(rest, ": ")
+	if j <= 0 {
+		return reason, "", "", false
+	}
+	return reason[:i], rest[:j], rest[j+2:], true
 }
 
 // goStringAs is s (n bytes) as a Go string: same itself when the bytes are

@@ -126,8 +126,10 @@ type BulkIndexerResponseItem struct {
 		Failed     int
 	}
 
-	// Error is the server's error for the item, or the library's own
-	// explanation (Type empty) when the item failed without an answer.
+	// Error is the server's error for the item (with its caused_by in
+	// Cause, as esutil has it), or the library's own explanation (Type
+	// empty, or that of the last attempt's error) when the item failed
+	// without an answer.
 	Error struct {
 		Type   string
 		Reason string

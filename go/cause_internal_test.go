@@ -1,0 +1,20 @@
+package esbulk
+
+import "testing"
+
+// The caused_by that libesbulk appends to a server's reason goes back into
+// Cause; a reason without it (or cut by the library's cap) stays whole.
+func TestSplitCause(t *testing.T) {
+	for _, tc := range []struct{ in, top, ctype, creason string }{
+		{"failed to parse field [n] (caused by number_format_exception: For input string: \"x\")",
+			"failed to parse field [n]", "number_format_exception", "For input string: \"x\""},
+		{" (caused by error: a (b): c)", "", "error", "a (b): c"},
+		{"no cause here", "no cause here", "", ""},
+		{"cut (caused by json_parse_exception: Unexpected charac", "cut (caused by json_parse_exception: Unexpected charac", "", ""},
+	} {
+		top, ct, cr, _ := splitCause(tc.in)
+		if top != tc.top || ct != tc.ctype || cr != tc.creason {
+			t.Errorf("splitCause(%q) = %q, %q, %q; want %q, %q, %q", tc.in, top, ct, cr, tc.top, tc.ctype, tc.creason)
+		}
+	}
+}
