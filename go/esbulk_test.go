@@ -279,9 +279,26 @@ func TestRefusals(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != esbulk.ErrCodeInvalidArg || !strings.Contains(e.Reason, "NUL") {
 		t.Errorf("an Index with a NUL: %v", err)
 	}
+	// a config error names the field
+	_, err = esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Refresh: "sometimes"})
+	if !errors.As(err, &e) || !strings.HasPrefix(e.Reason, "BulkIndexerConfig.Refresh: ") {
+		t.Errorf("Refresh \"sometimes\": %v, want the field named", err)
+	}
 	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// an option out of range is refused by its name
+	huge := 1 << 40
+	for name, it := range map[string]esbulk.BulkIndexerItem{
+		"Version":         {Index: "x", Version: i64(-1), Body: strings.NewReader(`{}`)},
+		"RetryOnConflict": {Index: "x", Action: "update", DocumentID: "1", RetryOnConflict: &huge, Body: strings.NewReader(`{"doc":{}}`)},
+		"VersionType":     {Index: "x", VersionType: "external", Body: strings.NewReader(`{}`)}, // without a Version
+	} {
+		if err := bi.Add(context.Background(), it); !errors.As(err, &e) || e.Code != esbulk.ErrCodeInvalidArg ||
+			!strings.Contains(e.Reason, name) {
+			t.Errorf("%s: %v, want an ErrCodeInvalidArg naming it", name, err)
+		}
 	}
 	var calls atomic.Int32
 	cb := func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem, error) { calls.Add(1) }

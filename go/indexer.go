@@ -26,17 +26,26 @@ static int32_t esbgo_add(esbulk_t *eb, int32_t op, const char *index, const char
         o = esbulk_docopts_new();
         if (o == NULL)
             return ESBULK_ERR_NOMEM;
-        if ((flags & ESBGO_VERSION) && err == ESBULK_OK)
+        const char *what = NULL; // the option refused, by its Go name
+        if ((flags & ESBGO_VERSION) && err == ESBULK_OK) {
             err = esbulk_docopts_set_version(o, version, (esbulk_version_type_t)version_type);
-        if ((flags & ESBGO_SEQ_NO) && err == ESBULK_OK)
+            what = "Version (0 or more)";
+        }
+        if ((flags & ESBGO_SEQ_NO) && err == ESBULK_OK) {
             err = esbulk_docopts_set_if_seq_no(o, seq_no, primary_term);
-        if ((flags & ESBGO_REQUIRE_ALIAS) && err == ESBULK_OK)
+            what = "IfSeqNo (0 or more) or IfPrimaryTerm (1 or more)";
+        }
+        if ((flags & ESBGO_REQUIRE_ALIAS) && err == ESBULK_OK) {
             err = esbulk_docopts_set_require_alias(o, 1);
-        if ((flags & ESBGO_RETRY_ON_CONFLICT) && err == ESBULK_OK)
+            what = "RequireAlias";
+        }
+        if ((flags & ESBGO_RETRY_ON_CONFLICT) && err == ESBULK_OK) {
             err = esbulk_docopts_set_retry_on_conflict(o, retry_on_conflict);
+            what = "RetryOnConflict (-1 to 1000000)";
+        }
         if (err != ESBULK_OK) {
             if (errstr_size > 0)
-                snprintf(errstr, errstr_size, "an option is out of range");
+                snprintf(errstr, errstr_size, "%s is out of range", what);
             esbulk_docopts_destroy(o);
             return err;
         }
@@ -180,6 +189,21 @@ func readable(path string, dir bool) error {
 	return fh.Close()
 }
 
+// fieldOf names the BulkIndexerConfig field that sets a libesbulk key
+// (settings), for the errors of NewBulkIndexer; a key set through Config
+// is named by itself.
+var fieldOf = map[string]string{
+	"urls": "Addresses", "max.inflight.per.node": "NumWorkers", "flush.bytes": "FlushBytes",
+	"flush.interval.ms": "FlushInterval", "flush.docs": "FlushDocs", "bulk.pipeline": "Pipeline",
+	"bulk.refresh": "Refresh", "auth.username": "Username", "auth.password": "Password",
+	"auth.api_key": "APIKey", "tls.ca.file": "CACertFile", "tls.ca.path": "CAPath",
+	"tls.cert.file": "CertFile", "tls.key.file": "KeyFile", "tls.key.password": "KeyPassword",
+	"tls.insecure": "InsecureSkipVerify", "routing.level": "RoutingLevel", "retry.max": "RetryMax",
+	"retry.backoff.ms": "RetryBackoff", "retry.backoff.max.ms": "RetryBackoffMax",
+	"delivery.timeout.ms": "DeliveryTimeout", "buffer.max.bytes": "BufferMaxBytes",
+	"buffer.max.docs": "BufferMaxDocs",
+}
+
 // settings turns the config into libesbulk keys and values, in order.
 func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	var kv [][2]string
@@ -307,7 +331,14 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 		C.free(unsafe.Pointer(ck))
 		C.free(unsafe.Pointer(cv))
 		if rc != C.ESBULK_OK {
-			return nil, &Error{Code: ErrCode(rc), Reason: C.GoString(errstr)}
+			reason := C.GoString(errstr)
+			if v, ok := cfg.Config[p[0]]; ok && v == p[1] {
+				reason = "BulkIndexerConfig.Config[" + strconv.Quote(p[0]) + "]: " + reason
+			} else if f, ok := fieldOf[p[0]]; ok {
+				// the field the program set, and the library's words
+				reason = "BulkIndexerConfig." + f + ": " + reason
+			}
+			return nil, &Error{Code: ErrCode(rc), Reason: reason}
 		}
 	}
 	eb := C.esbulk_new(conf, errstr, errstrBytes)
@@ -381,6 +412,10 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 				Reason: "VersionType " + strconv.Quote(item.VersionType) + ": only external and external_gte"}
 		}
 	}
+	if item.Version == nil && item.VersionType != "" {
+		// it would be ignored: the server's internal versioning
+		return &Error{Code: ErrCodeInvalidArg, Reason: "VersionType " + strconv.Quote(item.VersionType) + " without a Version"}
+	}
 	if (item.IfSeqNo == nil) != (item.IfPrimaryTerm == nil) {
 		return &Error{Code: ErrCodeInvalidArg, Reason: "IfSeqNo and IfPrimaryTerm go together"}
 	}
@@ -393,7 +428,11 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	}
 	if item.RetryOnConflict != nil {
 		flags |= C.ESBGO_RETRY_ON_CONFLICT
-		retries = C.int32_t(*item.RetryOnConflict)
+		r := *item.RetryOnConflict
+		if r < -1 || r > 1000000 {
+			r = -2 // out of int32 maybe: the library refuses it, by name
+		}
+		retries = C.int32_t(r)
 	}
 
 	// One Go buffer holds body, index + NUL, id, routing and errstr: it is
