@@ -13,9 +13,12 @@
 // Threads: libesbulk runs its own I/O thread; one goroutine per indexer pulls
 // results in batches (esbulk_poll_results) and runs the callbacks, one at a
 // time, so callbacks should be quick; it also takes libesbulk's log lines
-// (esbulk_log_take) for OnLog. The library never calls into Go. Add copies each body once into the
-// library and keeps no Go pointer in C: per-item state stays in a Go map,
-// keyed by an integer that travels as the document's opaque.
+// (esbulk_log_take) for OnLog. The library never calls into Go. Add copies
+// each body once into the library and keeps no Go pointer in C: per-item
+// state stays in a Go slot table (a slice with a free list), and the slot's
+// number travels as the document's opaque. Code run by that goroutine never
+// waits for it: Add there never blocks, Flush and Close return
+// ErrInCallback (see BulkIndexer).
 //
 // Building needs the library and its pkg-config file (libesbulk.pc):
 // install libesbulk, or point PKG_CONFIG_PATH at a directory with a .pc file
