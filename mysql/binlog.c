@@ -623,6 +623,64 @@ static int check_layout(follow_t *F, esm_table_t *t, const colmeta_t *cm, uint64
     return 0;
 }
 
+/* The followed table a TRUNCATE statement empties, or NULL: the statement
+ * as the server logged it (comments and white space first, names with or
+ * without backquotes, the event's database for an unqualified name),
+ * compared without case (a name the server would take otherwise is a
+ * false alarm that stops the job, never a TRUNCATE missed). */
+static esm_table_t *truncated_table(follow_t *F, const char *s, size_t n, const char *evdb,
+                                    size_t evdb_len)
+{
+    char name[512], *dot;
+    size_t i = 0, k = 0;
+
+    for (;;) { /* white space and comments */
+        while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+            i++;
+        if (i + 1 < n && s[i] == '/' && s[i + 1] == '*') {
+            const char *end = memmem(s + i + 2, n - i - 2, "*/", 2);
+            if (end == NULL)
+                return NULL;
+            i = (size_t)(end - s) + 2;
+            continue;
+        }
+        break;
+    }
+    if (n - i < 9 || strncasecmp(s + i, "TRUNCATE", 8) != 0 ||
+        (s[i + 8] != ' ' && s[i + 8] != '\t' && s[i + 8] != '\n' && s[i + 8] != '`'))
+        return NULL;
+    i += 8;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n'))
+        i++;
+    if (n - i > 6 && strncasecmp(s + i, "TABLE", 5) == 0 &&
+        (s[i + 5] == ' ' || s[i + 5] == '\t' || s[i + 5] == '\n' || s[i + 5] == '`'))
+        i += 5;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n'))
+        i++;
+    /* db.table, `db`.`table`, table: the backquotes dropped */
+    for (; i < n && k + 1 < sizeof(name) && s[i] != ' ' && s[i] != ';' && s[i] != '\n' &&
+           s[i] != '\t';
+         i++)
+        if (s[i] != '`')
+            name[k++] = s[i];
+    name[k] = '\0';
+    if (k == 0)
+        return NULL;
+    dot = strchr(name, '.');
+    for (int t = 0; t < F->job->ntables; t++) {
+        esm_table_t *tb = &F->job->tables[t];
+        int same = dot != NULL
+                       ? strlen(tb->db) == (size_t)(dot - name) &&
+                             !strncasecmp(tb->db, name, (size_t)(dot - name)) &&
+                             !strcasecmp(tb->name, dot + 1)
+                       : strlen(tb->db) == evdb_len && !strncasecmp(tb->db, evdb, evdb_len) &&
+                             !strcasecmp(tb->name, name);
+        if (same)
+            return tb;
+    }
+    return NULL;
+}
+
 static int on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
 {
     struct st_mariadb_rpl_table_map_event *tm = &ev->event.table_map;
@@ -873,8 +931,22 @@ int esm_binlog_follow(esm_job_t *job)
             /* COMMIT of a non-transactional group, or a DDL statement */
             const char *s = ev->event.query.statement.str;
             size_t n = ev->event.query.statement.length;
+            esm_table_t *tt;
             if (!(n == 5 && !strncasecmp(s, "BEGIN", 5)))
                 boundary = 1;
+            /* TRUNCATE leaves no row events: its rows' documents would stay
+             * in the index, silently. Stop before it (nothing after it is
+             * sent or saved: a run after the fix starts here again). */
+            if ((tt = truncated_table(&F, s, n, ev->event.query.database.str,
+                                      ev->event.query.database.length)) != NULL) {
+                esm_log("%s: TRUNCATE at %s:%" PRIu64 " in the binlog: the binlog has no rows "
+                        "for it, so the documents of its rows cannot be deleted one by one; "
+                        "delete the index (or its documents of this table) and run with "
+                        "--resnapshot",
+                        tt->fullname, F.file, (uint64_t)ev->next_event_pos);
+                mariadb_free_rpl_event(ev);
+                goto out;
+            }
             break;
         }
         case HEARTBEAT_LOG_EVENT:
