@@ -256,17 +256,7 @@ class Result:
         """The result as the item of a _bulk answer (what opensearch-py's helpers yield)."""
         f = self._f
         it: Dict[str, Any] = {"_index": f[9], "_id": f[10]}
-        if f[0] == _clib.OUTCOME_INDEXED:
-            if f[8] >= 0:
-                it["_version"] = f[8]
-            if f[11] is not None:
-                it["result"] = f[11]
-            if f[6] >= 0:
-                it["_seq_no"] = f[6]
-                it["_primary_term"] = f[7]
-            it["status"] = f[3]
-            return it
-        # what the server sent with a refusal too (libesbulk does not keep
+        # what the server sent, with a refusal too (libesbulk does not keep
         # the item's _shards)
         if f[8] >= 0:
             it["_version"] = f[8]
@@ -275,6 +265,9 @@ class Result:
         if f[6] >= 0:
             it["_seq_no"] = f[6]
             it["_primary_term"] = f[7]
+        if f[0] == _clib.OUTCOME_INDEXED:
+            it["status"] = f[3]
+            return it
         it["status"] = f[3] if f[3] else 500
         if f[1] == _clib.ERR_ITEM:
             it["error"] = _server_error(self.error_type, self.reason)
