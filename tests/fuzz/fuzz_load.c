@@ -194,5 +194,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              (unsigned long long)L.read_docs, (unsigned long long)L.added,
              (unsigned long long)L.failed, (unsigned long long)L.indexed);
     free(L.scratch);
+    esbulk_docopts_destroy(L.docopts);
     return 0;
 }
