@@ -1053,8 +1053,12 @@ class Indexer:
     def __enter__(self) -> "Indexer":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        # Ctrl-C: close at once (what was not sent fails, what was in flight
+        # may be indexed), as the helpers do, rather than wait without limit
+        # for a cluster that may be the reason for it
+        interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        self.close(0 if interrupted else None)
 
     def __del__(self) -> None:
         """Garbage-collected unclosed: the handle is closed at once (timeout

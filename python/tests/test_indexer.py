@@ -541,3 +541,20 @@ def test_library_path_is_the_full_path_of_the_file_loaded(tmp_path):
     got = p.stdout.strip()
     assert os.path.isabs(got) and os.path.samefile(got, lib), got
     assert os.path.isabs(esbulk.library_path())
+
+
+def test_ctrl_c_in_a_with_block_closes_at_once():
+    """KeyboardInterrupt in `with Indexer(...)`, documents that cannot be
+    delivered: __exit__ closes at once (each gets its result: not
+    delivered), not after their 15 s of retries, and the interrupt goes on."""
+    got = []
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with esbulk.Indexer("http://127.0.0.1:1", on_result=got.append, connect_timeout_ms=100,
+                            retry_max=1000, delivery_timeout_ms=15000) as ix:
+            for i in range(20):
+                ix.add("nowhere", {"n": i}, id=str(i))
+            raise KeyboardInterrupt()
+    took = time.monotonic() - t0
+    assert took < 10, took
+    assert len(got) == 20 and all(r.outcome != "indexed" for r in got)
