@@ -144,8 +144,9 @@ void esbulk__handoff_deliver(esbulk_t *eb, esbulk__queue_t *q, const esbulk__cor
 void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,
                              size_t destinations);
 /* buffer.max.docs=0: the buffer's size in documents, from the I/O thread's
- * view of the cluster (esbulk__core_buffer_docs); adds waiting for space
- * look again when it grew. */
-void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs);
+ * view of the cluster (esbulk__core_buffer_docs) and its destinations (as
+ * many as it was sized for: the statistics show both from the same moment);
+ * adds waiting for space look again when it grew. */
+void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs, size_t destinations);
 
 #endif

@@ -153,9 +153,10 @@ void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,
     pthread_mutex_unlock(&eb->lock);
 }
 
-void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs)
+void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs, size_t destinations)
 {
     pthread_mutex_lock(&eb->lock);
+    eb->stats.destinations = destinations;
     if (eb->max_docs_auto && docs != eb->max_docs) {
         if (docs > eb->max_docs)
             pthread_cond_broadcast(&eb->cond_space);

@@ -434,7 +434,7 @@ static void buffer_docs(esbulk_t *eb, io_t *io)
     n = esbulk__core_buffer_docs(io->core);
     if (n != io->buffer_docs) {
         io->buffer_docs = n;
-        esbulk__handoff_buffer_docs(eb, n);
+        esbulk__handoff_buffer_docs(eb, n, esbulk__core_ndests(io->core));
     }
 }
 
