@@ -513,9 +513,12 @@ static void snapshot(esbulk_t *eb, io_t *io, int64_t now)
     char *text = arr != NULL ? json_dumps(arr, JSON_COMPACT) : NULL;
 
     json_decref(arr);
+    /* destinations come and go: a new buffer size is published with the
+     * destinations it is for, then the rest (never the count alone before
+     * the size it changed) */
+    buffer_docs(eb, io);
     esbulk__handoff_publish(eb, text, esbulk__core_nindices(io->core),
                             esbulk__core_ndests(io->core));
-    buffer_docs(eb, io); /* destinations come and go */
 }
 
 static void io_free(io_t *io)
