@@ -595,13 +595,25 @@ static int layout_fits(const esm_table_t *t, const char *bl)
  * than documents of wrong keys. 0, or -1. */
 static int check_layout(follow_t *F, esm_table_t *t, const colmeta_t *cm, uint64_t pos)
 {
-    char *bl = calloc(cm->ncols + 1, 1);
+    /* every transaction's table map comes here: no allocation unless the
+     * layout changed (a table of up to 255 columns) */
+    char small[256], *bl = cm->ncols < sizeof(small) ? small : malloc(cm->ncols + 1);
+    if (bl == NULL) {
+        esm_log("%s: out of memory", t->fullname);
+        return -1;
+    }
     for (uint32_t i = 0; i < cm->ncols; i++)
         bl[i] = binlog_letter(cm->types[i]);
+    bl[cm->ncols] = '\0';
     if ((t->layout_ok && !strcmp(bl, t->layout_ok)) ||
         (strlen(bl) == strlen(t->layout) && layout_fits(t, bl))) {
-        free(bl);
+        if (bl != small)
+            free(bl);
         return 0;
+    }
+    if (bl == small && (bl = strdup(small)) == NULL) {
+        esm_log("%s: out of memory", t->fullname);
+        return -1;
     }
     if (esm_table_refresh(F->job, t)) {
         free(bl);

@@ -945,7 +945,10 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         quote_ident(&sl, c->name);
     }
     t->select_list = sl.p;
-    t->layout = calloc((size_t)nci + 1, 1);
+    if ((t->layout = calloc((size_t)nci + 1, 1)) == NULL) {
+        esm_log("%s: out of memory", t->fullname);
+        goto out;
+    }
     for (int i = 0; i < nci; i++)
         t->layout[i] = esm_layout_letter(ci[i].data_type);
     rc = 0;
