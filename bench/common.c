@@ -171,6 +171,44 @@ double bench_sys_s(void)
     return rusage_s(1);
 }
 
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define BENCH_CALLGRIND 1
+#endif
+#endif
+
+/* With BENCH_PERF_CTL naming perf record's control FIFO (perf record
+ * --control=fifo:CTL[,ACK] --delay=-1), the timed part alone is recorded:
+ * "enable" before it, "disable" after, each waiting for perf's ack when
+ * BENCH_PERF_ACK names its FIFO. Nothing without them. Under valgrind
+ * --tool=callgrind --instr-atstart=no, the same part alone is counted. */
+void bench_perf_ctl(const char *cmd)
+{
+    const char *ctl = getenv("BENCH_PERF_CTL"), *ack = getenv("BENCH_PERF_ACK");
+    char buf[16];
+    FILE *f;
+
+#if BENCH_CALLGRIND
+    /* under callgrind --instr-atstart=no, the same part alone, every thread */
+    if (strcmp(cmd, "enable") == 0)
+        CALLGRIND_START_INSTRUMENTATION;
+    else
+        CALLGRIND_STOP_INSTRUMENTATION;
+#endif
+    if (ctl == NULL || ctl[0] == '\0')
+        return;
+    if ((f = fopen(ctl, "w")) == NULL)
+        return;
+    fprintf(f, "%s\n", cmd);
+    fclose(f);
+    if (ack != NULL && ack[0] != '\0' && (f = fopen(ack, "r")) != NULL) {
+        if (fgets(buf, sizeof(buf), f) == NULL)
+            buf[0] = '\0';
+        fclose(f);
+    }
+}
+
 uint64_t bench_minor_faults(void)
 {
     struct rusage ru;
@@ -421,9 +459,11 @@ int bench_engine_run(const bench_engine_opts_t *opts, bench_engine_result_t *res
     c0 = bench_cpu_s();
     s0 = bench_sys_s();
     f0 = bench_minor_faults();
+    bench_perf_ctl("enable");
     add_all(eb, opts, res, &shown_add);
     if (esbulk_flush(eb, -1) != ESBULK_OK)
         res->flush_timed_out = 1;
+    bench_perf_ctl("disable");
     res->wall_s = bench_now_s() - t0;
     res->cpu_s = bench_cpu_s() - c0;
     res->sys_s = bench_sys_s() - s0;

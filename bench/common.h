@@ -40,6 +40,8 @@ double bench_cpu_s(void);
 double bench_sys_s(void);
 /* The process's minor page faults so far (0 if unknown). */
 uint64_t bench_minor_faults(void);
+/* perf record's control FIFO, from the environment (common.c) */
+void bench_perf_ctl(const char *cmd);
 
 /* Parses a decimal integer in [min, max]. 0 on success, -1 otherwise. */
 int bench_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
