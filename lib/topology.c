@@ -33,6 +33,13 @@ struct esbulk_topology_s {
     int64_t cluster_fail_ms;
     esbulk_err_t cluster_fail_err;
     char cluster_fail_msg[256];
+    /* One cluster read at a time (esbulk__topology_get_cluster): the others
+     * asking meanwhile wait for it (cluster_cond) and take its outcome. */
+    pthread_cond_t cluster_cond;
+    int cluster_reading;     /* a read is in flight */
+    uint64_t cluster_reads;  /* reads begun, numbered from 1 */
+    uint64_t cluster_done;   /* the number of the last read that ended */
+    int cluster_done_ok;     /* and whether it read the cluster */
 };
 
 #define CLUSTER_RETRY_MS 500
@@ -1024,6 +1031,12 @@ esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
         esbulk__http_opts_free(&topo->http);
         goto fail;
     }
+    if (pthread_cond_init(&topo->cluster_cond, NULL) != 0) {
+        esbulk__errstr(errstr, errstr_size, "pthread_cond_init failed");
+        pthread_mutex_destroy(&topo->lock);
+        esbulk__http_opts_free(&topo->http);
+        goto fail;
+    }
     topo->discovery = (int)esbulk__conf_int(conf, ESBULK__C_TOPOLOGY_DISCOVERY);
     topo->refresh_ms = esbulk__conf_int(conf, ESBULK__C_TOPOLOGY_REFRESH_MS);
     topo->log.cb = conf->log_cb;
@@ -1055,6 +1068,7 @@ void esbulk_topology_destroy(esbulk_topology_t *topo)
     esbulk__cluster_release(topo->cluster);
     esbulk__urls_free(topo->seeds, topo->nseeds);
     esbulk__http_opts_free(&topo->http);
+    pthread_cond_destroy(&topo->cluster_cond);
     pthread_mutex_destroy(&topo->lock);
     free(topo->seed_down);
     free(topo);
@@ -1067,48 +1081,79 @@ static int stale(const esbulk_topology_t *topo, int64_t fetched_ms, int64_t now,
     return topo->refresh_ms > 0 && now - fetched_ms >= topo->refresh_ms;
 }
 
-/* A reference to a current cluster snapshot; fetched if missing or stale. */
+/* Under topo->lock: the last cluster read's failure, as its error. */
+static esbulk_err_t cluster_failure(const esbulk_topology_t *topo, char *errstr,
+                                    size_t errstr_size)
+{
+    esbulk__errstr(errstr, errstr_size, "%s", topo->cluster_fail_msg);
+    return topo->cluster_fail_err;
+}
+
+/* A reference to a current cluster snapshot; fetched if missing or stale,
+ * or (force) by a read begun after this call. One read at a time: several
+ * topology workers start at once and each asks, and every one of them
+ * used to read the cluster (2 to 4 reads at every start). A caller that
+ * finds a read in flight waits for it and takes its outcome; a forced one,
+ * whose reason may be newer than that read, takes the outcome of the next. */
 esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,
                                           esbulk__cluster_t **out, char *errstr,
                                           size_t errstr_size)
 {
     esbulk__cluster_t *c;
     esbulk_err_t err;
+    uint64_t since, mine;
 
     pthread_mutex_lock(&topo->lock);
-    if (!force && topo->cluster != NULL &&
-        !stale(topo, topo->cluster_fetched_ms, esbulk__now_ms(), 0)) {
-        *out = cluster_ref(topo->cluster);
-        pthread_mutex_unlock(&topo->lock);
-        return ESBULK_OK;
+    since = topo->cluster_reads; /* a read numbered above began after this call */
+    for (;;) {
+        if (force && topo->cluster_done > since) {
+            /* a read begun after this call has ended: its outcome */
+            err = topo->cluster_done_ok ? ESBULK_OK : cluster_failure(topo, errstr, errstr_size);
+            if (err == ESBULK_OK)
+                *out = cluster_ref(topo->cluster);
+            pthread_mutex_unlock(&topo->lock);
+            return err;
+        }
+        if (!force && topo->cluster != NULL &&
+            !stale(topo, topo->cluster_fetched_ms, esbulk__now_ms(), 0)) {
+            *out = cluster_ref(topo->cluster);
+            pthread_mutex_unlock(&topo->lock);
+            return ESBULK_OK;
+        }
+        if (!force && topo->cluster_fail_ms != 0 &&
+            esbulk__now_ms() - topo->cluster_fail_ms < CLUSTER_RETRY_MS) {
+            /* a cluster that just failed to answer is not asked again at once */
+            err = cluster_failure(topo, errstr, errstr_size);
+            pthread_mutex_unlock(&topo->lock);
+            return err;
+        }
+        if (!topo->cluster_reading)
+            break;
+        pthread_cond_wait(&topo->cluster_cond, &topo->lock);
     }
-    if (!force && topo->cluster_fail_ms != 0 &&
-        esbulk__now_ms() - topo->cluster_fail_ms < CLUSTER_RETRY_MS) {
-        /* a cluster that just failed to answer is not asked again at once */
-        err = topo->cluster_fail_err;
-        esbulk__errstr(errstr, errstr_size, "%s", topo->cluster_fail_msg);
-        pthread_mutex_unlock(&topo->lock);
-        return err;
-    }
+    topo->cluster_reading = 1;
+    mine = ++topo->cluster_reads;
     pthread_mutex_unlock(&topo->lock);
     err = fetch_cluster(topo, &c, errstr, errstr_size);
+    pthread_mutex_lock(&topo->lock);
     if (err != ESBULK_OK) {
-        pthread_mutex_lock(&topo->lock);
         topo->cluster_fail_ms = esbulk__now_ms();
         topo->cluster_fail_err = err;
         snprintf(topo->cluster_fail_msg, sizeof(topo->cluster_fail_msg), "%s",
                  errstr != NULL && errstr_size > 0 ? errstr : esbulk_err2str(err));
-        pthread_mutex_unlock(&topo->lock);
-        return err;
+    } else {
+        topo->cluster_fail_ms = 0;
+        esbulk__cluster_release(topo->cluster);
+        topo->cluster = cluster_ref(c);
+        topo->cluster_fetched_ms = esbulk__now_ms();
+        *out = c;
     }
-    pthread_mutex_lock(&topo->lock);
-    topo->cluster_fail_ms = 0;
-    esbulk__cluster_release(topo->cluster);
-    topo->cluster = cluster_ref(c);
-    topo->cluster_fetched_ms = esbulk__now_ms();
+    topo->cluster_done = mine;
+    topo->cluster_done_ok = err == ESBULK_OK;
+    topo->cluster_reading = 0;
+    pthread_cond_broadcast(&topo->cluster_cond);
     pthread_mutex_unlock(&topo->lock);
-    *out = c;
-    return ESBULK_OK;
+    return err;
 }
 
 /* Stores e as the entry for its name, replacing an older one. */

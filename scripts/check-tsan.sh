@@ -19,7 +19,7 @@ lib_srcs=("$src"/lib/*.c)
 export TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1"
 export CK_FORK=no top_srcdir="$src"
 
-units=(check_engine check_misuse check_pull)
+units=(check_engine check_misuse check_pull check_topology)
 echo "tsan: building with $cc -fsanitize=thread"
 for name in "${units[@]}"; do
     # shellcheck disable=SC2086

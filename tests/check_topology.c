@@ -3,7 +3,11 @@
 #include "http.h"
 #include "topology.h"
 
+#include "unit_util.h"
+
 #include <check.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +273,217 @@ START_TEST(test_unreachable_cluster)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------- */
+/* A cluster of one node on loopback that answers the cluster read slowly
+ * (SLOW_MS), and counts the reads: GET /_nodes/http is asked once a read. */
+
+#define SLOW_MS 300
+
+#define SLOW_CONNS 32
+
+typedef struct {
+    int fd, port;
+    pthread_mutex_t lock;
+    int nodes_reads;
+    int nconns, conn_fd[SLOW_CONNS];
+    pthread_t conn_th[SLOW_CONNS];
+} slow_node_t;
+
+typedef struct {
+    slow_node_t *n;
+    int c;
+} slow_conn_t;
+
+static void *slow_conn(void *arg)
+{
+    slow_conn_t *k = arg;
+    char req[4096], body[512], head[256];
+    size_t got = 0;
+
+    for (;;) {
+        ssize_t r;
+        char *end;
+        int blen, hlen;
+
+        /* a GET: the head alone */
+        while ((end = memmem(req, got, "\r\n\r\n", 4)) == NULL) {
+            if (got == sizeof(req) || (r = read(k->c, req + got, sizeof(req) - got)) <= 0)
+                goto out;
+            got += (size_t)r;
+        }
+        if (strncmp(req, "GET /_nodes", 11) == 0) {
+            pthread_mutex_lock(&k->n->lock);
+            k->n->nodes_reads++;
+            pthread_mutex_unlock(&k->n->lock);
+            blen = snprintf(body, sizeof(body), "{\"nodes\":{\"n1id\":{\"name\":\"n1\",\"http\":"
+                            "{\"publish_address\":\"127.0.0.1:%d\"}}}}", k->n->port);
+        } else if (strncmp(req, "GET / ", 6) == 0) {
+            usleep(SLOW_MS * 1000); /* the read stays in flight */
+            blen = snprintf(body, sizeof(body), "{\"name\":\"n1\",\"version\":{\"distribution\":"
+                            "\"opensearch\",\"number\":\"2.19.1\"}}");
+        } else {
+            blen = snprintf(body, sizeof(body), "{}");
+        }
+        hlen = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        "Content-Length: %d\r\n\r\n", blen);
+        if (write(k->c, head, (size_t)hlen) != hlen || write(k->c, body, (size_t)blen) != blen)
+            goto out;
+        end += 4;
+        got -= (size_t)(end - req);
+        memmove(req, end, got);
+    }
+out:
+    free(k);
+    return NULL;
+}
+
+static void *slow_accept(void *arg)
+{
+    slow_node_t *n = arg;
+
+    while (n->nconns < SLOW_CONNS) {
+        int c = accept(n->fd, NULL, NULL), one = 1;
+        slow_conn_t *k;
+
+        if (c < 0)
+            break;
+        (void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        k = malloc(sizeof(*k));
+        ck_assert_ptr_nonnull(k);
+        k->n = n;
+        k->c = c;
+        n->conn_fd[n->nconns] = c;
+        ck_assert_int_eq(pthread_create(&n->conn_th[n->nconns], NULL, slow_conn, k), 0);
+        n->nconns++;
+    }
+    return NULL;
+}
+
+static void slow_node_start(slow_node_t *n, pthread_t *th)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int one = 1;
+
+    memset(n, 0, sizeof(*n));
+    pthread_mutex_init(&n->lock, NULL);
+    n->fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(n->fd, 0);
+    (void)setsockopt(n->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(n->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(getsockname(n->fd, (struct sockaddr *)&sa, &len), 0);
+    n->port = ntohs(sa.sin_port);
+    ck_assert_int_eq(listen(n->fd, 64), 0);
+    ck_assert_int_eq(pthread_create(th, NULL, slow_accept, n), 0);
+}
+
+static void slow_node_stop(slow_node_t *n, pthread_t th)
+{
+    int i;
+
+    shutdown(n->fd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    for (i = 0; i < n->nconns; i++) {
+        shutdown(n->conn_fd[i], SHUT_RDWR);
+        pthread_join(n->conn_th[i], NULL);
+        close(n->conn_fd[i]);
+    }
+    close(n->fd);
+    pthread_mutex_destroy(&n->lock);
+}
+
+static int slow_node_reads(slow_node_t *n)
+{
+    int r;
+
+    pthread_mutex_lock(&n->lock);
+    r = n->nodes_reads;
+    pthread_mutex_unlock(&n->lock);
+    return r;
+}
+
+#define ASKERS 4
+
+typedef struct {
+    esbulk_topology_t *topo;
+    pthread_barrier_t *go;
+    int force;
+    esbulk_err_t err;
+    esbulk__cluster_t *c;
+} asker_t;
+
+static void *ask_cluster(void *arg)
+{
+    asker_t *a = arg;
+    char errstr[256];
+
+    pthread_barrier_wait(a->go);
+    a->err = esbulk__topology_get_cluster(a->topo, a->force, &a->c, errstr, sizeof(errstr));
+    return NULL;
+}
+
+/* ASKERS threads ask at once; returns the reads the node saw. */
+static int ask_at_once(esbulk_topology_t *topo, slow_node_t *n, int force)
+{
+    pthread_barrier_t go;
+    pthread_t th[ASKERS];
+    asker_t a[ASKERS];
+    int before = slow_node_reads(n), i;
+
+    ck_assert_int_eq(pthread_barrier_init(&go, NULL, ASKERS), 0);
+    for (i = 0; i < ASKERS; i++) {
+        a[i].topo = topo;
+        a[i].go = &go;
+        a[i].force = force;
+        a[i].c = NULL;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, ask_cluster, &a[i]), 0);
+    }
+    for (i = 0; i < ASKERS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(a[i].err, ESBULK_OK);
+        ck_assert_ptr_nonnull(a[i].c);
+        ck_assert_int_eq(a[i].c->nnodes, 1);
+        esbulk__cluster_release(a[i].c);
+    }
+    pthread_barrier_destroy(&go);
+    return slow_node_reads(n) - before;
+}
+
+/* Several topology workers ask for the cluster at once, at every start: one
+ * read serves them all (it was one read each). A forced ask takes a read
+ * begun after it: those that find a read in flight share the next one. */
+START_TEST(test_one_cluster_read_at_a_time)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    esbulk_topology_t *topo;
+    slow_node_t n;
+    pthread_t th;
+    char url[64], errstr[256];
+    int reads;
+
+    slow_node_start(&n, &th);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", n.port);
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+    topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
+    ck_assert_ptr_nonnull(topo);
+    ck_assert_int_eq(ask_at_once(topo, &n, 0), 1);
+    /* fresh now: no read at all */
+    ck_assert_int_eq(ask_at_once(topo, &n, 0), 0);
+    /* forced: the first begins a read; the others came after it began, so
+     * they wait for it and share the one begun after it (a thread so late
+     * that it finds that one in flight too begins a third) */
+    reads = ask_at_once(topo, &n, 1);
+    ck_assert_int_ge(reads, 2);
+    ck_assert_int_le(reads, 3);
+    esbulk_topology_destroy(topo);
+    esbulk_conf_destroy(conf);
+    slow_node_stop(&n, th);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("topology");
@@ -287,6 +502,7 @@ int main(void)
     tcase_add_test(tc, test_urls);
     tcase_add_test(tc, test_topology_new_errors);
     tcase_add_test(tc, test_unreachable_cluster);
+    tcase_add_test(tc, test_one_cluster_read_at_a_time);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
