@@ -82,8 +82,11 @@ static void *fetch_main(void *arg)
         pthread_mutex_unlock(&f->lock);
         /* answers are allocated when asked for: an answer always comes */
         if (a->name == NULL)
-            a->err = esbulk__topology_get_cluster(f->topo, 1, &a->cluster, a->errstr,
-                                                  sizeof(a->errstr));
+            /* the core's asks (the first, a refresh, a node down) take a
+             * read in flight: at the start, the first ask and the core's
+             * were two reads */
+            a->err = esbulk__topology_get_cluster(f->topo, ESBULK__CLUSTER_JOIN, &a->cluster,
+                                                  a->errstr, sizeof(a->errstr));
         else
             a->err = esbulk__topology_fetch_index(f->topo, a->name, &a->e, a->errstr,
                                                   sizeof(a->errstr));

@@ -1089,25 +1089,29 @@ static esbulk_err_t cluster_failure(const esbulk_topology_t *topo, char *errstr,
     return topo->cluster_fail_err;
 }
 
-/* A reference to a current cluster snapshot; fetched if missing or stale,
- * or (force) by a read begun after this call. One read at a time: several
- * topology workers start at once and each asks, and every one of them
- * used to read the cluster (2 to 4 reads at every start). A caller that
- * finds a read in flight waits for it and takes its outcome; a forced one,
- * whose reason may be newer than that read, takes the outcome of the next. */
-esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,
+/* One read at a time: several topology workers start at once and each
+ * asks, and every one of them used to read the cluster (2 to 4 reads at
+ * every start). A caller that finds a read in flight waits for it and
+ * takes its outcome (ESBULK__CLUSTER_AFTER, whose reason may be newer than
+ * that read, the outcome of the next). */
+esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, esbulk__cluster_fresh_t fresh,
                                           esbulk__cluster_t **out, char *errstr,
                                           size_t errstr_size)
 {
+    int force = fresh != ESBULK__CLUSTER_CACHED;
     esbulk__cluster_t *c;
     esbulk_err_t err;
     uint64_t since, mine;
 
     pthread_mutex_lock(&topo->lock);
-    since = topo->cluster_reads; /* a read numbered above began after this call */
+    /* a read numbered above since will do: begun after this call, or (JOIN)
+     * in flight at it */
+    since = topo->cluster_reads;
+    if (fresh == ESBULK__CLUSTER_JOIN && topo->cluster_reading)
+        since--;
     for (;;) {
         if (force && topo->cluster_done > since) {
-            /* a read begun after this call has ended: its outcome */
+            /* such a read has ended: its outcome */
             err = topo->cluster_done_ok ? ESBULK_OK : cluster_failure(topo, errstr, errstr_size);
             if (err == ESBULK_OK)
                 *out = cluster_ref(topo->cluster);
@@ -1199,7 +1203,10 @@ static esbulk_err_t load_index(esbulk_topology_t *topo, const char *name, int fo
     int attempt, missing = 0;
 
     for (attempt = 0; attempt < 2; attempt++) {
-        err = esbulk__topology_get_cluster(topo, force_cluster || attempt > 0, &c, errstr, errstr_size);
+        err = esbulk__topology_get_cluster(topo, force_cluster || attempt > 0
+                                                     ? ESBULK__CLUSTER_AFTER
+                                                     : ESBULK__CLUSTER_CACHED,
+                                           &c, errstr, errstr_size);
         if (err != ESBULK_OK)
             return err;
         err = fetch_index(topo, c, name, &e, &missing, errstr, errstr_size);
@@ -1309,7 +1316,7 @@ esbulk_err_t esbulk_topology_refresh(esbulk_topology_t *topo, char *errstr, size
 
     if (topo == NULL)
         return ESBULK_ERR_INVALID_ARG;
-    err = esbulk__topology_get_cluster(topo, 1, &c, errstr, errstr_size);
+    err = esbulk__topology_get_cluster(topo, ESBULK__CLUSTER_AFTER, &c, errstr, errstr_size);
     if (err != ESBULK_OK)
         return err;
     esbulk__cluster_release(c);
@@ -1472,7 +1479,8 @@ char *esbulk_topology_describe(esbulk_topology_t *topo, const char *index, char 
         return NULL;
     if (e != NULL)
         c = cluster_ref(e->cluster);
-    else if (esbulk__topology_get_cluster(topo, 0, &c, errstr, errstr_size) != ESBULK_OK)
+    else if (esbulk__topology_get_cluster(topo, ESBULK__CLUSTER_CACHED, &c, errstr,
+                                          errstr_size) != ESBULK_OK)
         return NULL;
     root = cluster_json(c);
     if (root != NULL && e != NULL) {

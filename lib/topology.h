@@ -90,9 +90,17 @@ esbulk_err_t esbulk__topology_fetch_index(esbulk_topology_t *topo, const char *n
  * place of the configuration's, before any request is made. */
 void esbulk__topology_set_log(esbulk_topology_t *topo, const esbulk__log_t *log);
 
-/* A reference to the current cluster snapshot, fetched when missing, stale
- * or force; release with esbulk__cluster_release(). */
-esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, int force,
+/* How fresh a cluster snapshot esbulk__topology_get_cluster gives. */
+typedef enum {
+    ESBULK__CLUSTER_CACHED = 0, /* the last one read, unless missing or stale */
+    ESBULK__CLUSTER_JOIN,       /* a read in flight, else a new one */
+    ESBULK__CLUSTER_AFTER       /* a read begun after the call */
+} esbulk__cluster_fresh_t;
+
+/* A reference to a cluster snapshot at least as fresh as asked; release
+ * with esbulk__cluster_release(). One read at a time: a caller that finds
+ * a read in flight waits for it. */
+esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, esbulk__cluster_fresh_t fresh,
                                           esbulk__cluster_t **out, char *errstr,
                                           size_t errstr_size);
 void esbulk__cluster_release(esbulk__cluster_t *c);

@@ -410,7 +410,7 @@ static int slow_node_reads(slow_node_t *n)
 typedef struct {
     esbulk_topology_t *topo;
     pthread_barrier_t *go;
-    int force;
+    esbulk__cluster_fresh_t fresh;
     esbulk_err_t err;
     esbulk__cluster_t *c;
 } asker_t;
@@ -421,12 +421,12 @@ static void *ask_cluster(void *arg)
     char errstr[256];
 
     pthread_barrier_wait(a->go);
-    a->err = esbulk__topology_get_cluster(a->topo, a->force, &a->c, errstr, sizeof(errstr));
+    a->err = esbulk__topology_get_cluster(a->topo, a->fresh, &a->c, errstr, sizeof(errstr));
     return NULL;
 }
 
 /* ASKERS threads ask at once; returns the reads the node saw. */
-static int ask_at_once(esbulk_topology_t *topo, slow_node_t *n, int force)
+static int ask_at_once(esbulk_topology_t *topo, slow_node_t *n, esbulk__cluster_fresh_t fresh)
 {
     pthread_barrier_t go;
     pthread_t th[ASKERS];
@@ -437,7 +437,7 @@ static int ask_at_once(esbulk_topology_t *topo, slow_node_t *n, int force)
     for (i = 0; i < ASKERS; i++) {
         a[i].topo = topo;
         a[i].go = &go;
-        a[i].force = force;
+        a[i].fresh = fresh;
         a[i].c = NULL;
         ck_assert_int_eq(pthread_create(&th[i], NULL, ask_cluster, &a[i]), 0);
     }
@@ -453,8 +453,8 @@ static int ask_at_once(esbulk_topology_t *topo, slow_node_t *n, int force)
 }
 
 /* Several topology workers ask for the cluster at once, at every start: one
- * read serves them all (it was one read each). A forced ask takes a read
- * begun after it: those that find a read in flight share the next one. */
+ * read serves them all (it was one read each). An ask that wants a read
+ * begun after it (AFTER) waits out one in flight, and shares the next. */
 START_TEST(test_one_cluster_read_at_a_time)
 {
     esbulk_conf_t *conf = esbulk_conf_new();
@@ -469,13 +469,16 @@ START_TEST(test_one_cluster_read_at_a_time)
     ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
     topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
     ck_assert_ptr_nonnull(topo);
-    ck_assert_int_eq(ask_at_once(topo, &n, 0), 1);
+    ck_assert_int_eq(ask_at_once(topo, &n, ESBULK__CLUSTER_CACHED), 1);
     /* fresh now: no read at all */
-    ck_assert_int_eq(ask_at_once(topo, &n, 0), 0);
-    /* forced: the first begins a read; the others came after it began, so
-     * they wait for it and share the one begun after it (a thread so late
-     * that it finds that one in flight too begins a third) */
-    reads = ask_at_once(topo, &n, 1);
+    ck_assert_int_eq(ask_at_once(topo, &n, ESBULK__CLUSTER_CACHED), 0);
+    /* not the cache: the first begins a read, the others join it (the read
+     * takes SLOW_MS, far longer than the threads take to ask) */
+    ck_assert_int_eq(ask_at_once(topo, &n, ESBULK__CLUSTER_JOIN), 1);
+    /* the first begins a read; the others came after it began, so they
+     * wait for it and share the one begun after it (a thread so late that
+     * it finds that one in flight too begins a third) */
+    reads = ask_at_once(topo, &n, ESBULK__CLUSTER_AFTER);
     ck_assert_int_ge(reads, 2);
     ck_assert_int_le(reads, 3);
     esbulk_topology_destroy(topo);
