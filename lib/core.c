@@ -90,6 +90,19 @@ typedef struct retry_bucket_s {
     esbulk__queue_t q;
 } retry_bucket_t;
 
+/* A destination found by route() for a hinted document (its index entry's
+ * serial and shard), kept for the rest of one esbulk__core_add_list(): the
+ * documents after it with the same hint take it without a look-up. (No
+ * destination is freed while a list is routed.) */
+#define ROUTE_CACHE 64
+typedef struct {
+    uint64_t serial;
+    unsigned gen;             /* the call's (core->rcache_gen); other: empty */
+    int32_t shard;
+    int concrete;             /* the document's index_concrete */
+    struct core_dest_s *dest;
+} route_cache_t;
+
 struct esbulk__core_s {
     esbulk__core_conf_t cf;
     esbulk__log_t log;
@@ -104,6 +117,8 @@ struct esbulk__core_s {
     ix_t *ixs;
     size_t nixs;
     ix_t *last_ix;            /* the last looked up: documents come in runs */
+    route_cache_t rcache[ROUTE_CACHE]; /* by shard, modulo */
+    unsigned rcache_gen;
     ix_t *fetch_head, *fetch_tail;
     target_t *targets;
     char **seeds;
@@ -619,12 +634,10 @@ unrouted:
     return dest_get(c, "unrouted", DEST_UNROUTED, NULL, NULL, -1, now);
 }
 
-static void route_push_since(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t since,
-                             int64_t now)
+/* Queues doc where route() sent it (dest, ix). */
+static void route_place(esbulk__core_t *c, esbulk__doc_t *doc, dest_t *dest, ix_t *ix, int front,
+                        int64_t since, int64_t now)
 {
-    ix_t *ix;
-    dest_t *dest = route(c, doc, &ix, now);
-
     if (dest == ROUTE_WAIT) {
         doc->queued_ms = since;
         c->waiting++;
@@ -640,6 +653,15 @@ static void route_push_since(esbulk__core_t *c, esbulk__doc_t *doc, int front, i
         return;
     }
     dest_push_since(c, dest, doc, front, since, now);
+}
+
+static void route_push_since(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t since,
+                             int64_t now)
+{
+    ix_t *ix;
+    dest_t *dest = route(c, doc, &ix, now);
+
+    route_place(c, doc, dest, ix, front, since, now);
 }
 
 static void route_push(esbulk__core_t *c, esbulk__doc_t *doc, int front, int64_t now)
@@ -1002,6 +1024,49 @@ void esbulk__core_add(esbulk__core_t *c, esbulk__doc_t *d, int64_t added_ms, int
 {
     c->held++;
     route_push_since(c, d, 0, added_ms < now ? added_ms : now, now);
+}
+
+void esbulk__core_add_list(esbulk__core_t *c, esbulk__queue_t *in, int64_t now)
+{
+    esbulk__doc_t *d, *next;
+    unsigned gen;
+
+    if ((gen = ++c->rcache_gen) == 0) {
+        /* wrapped: no entry may look current */
+        memset(c->rcache, 0, sizeof(c->rcache));
+        gen = c->rcache_gen = 1;
+    }
+    for (d = in->head; d != NULL; d = next) {
+        route_cache_t *rc = &c->rcache[(uint32_t)d->hint_shard % ROUTE_CACHE];
+        int64_t since = d->queued_ms < now ? d->queued_ms : now;
+        dest_t *dest;
+        ix_t *ix;
+
+        next = d->next;
+        /* the two lines routing reads, written on the adding thread */
+        esbulk__doc_prefetch_ahead(d, 2, 1);
+        c->held++;
+        if (d->hint_serial != 0 && rc->gen == gen && rc->serial == d->hint_serial &&
+            rc->shard == d->hint_shard && !d->unrouted) {
+            /* what route() gave the same entry and shard */
+            d->index_concrete = (unsigned char)rc->concrete;
+            dest_push_since(c, rc->dest, d, 0, since, now);
+            continue;
+        }
+        dest = route(c, d, &ix, now);
+        if (dest != ROUTE_WAIT && dest != NULL && !d->unrouted && d->hint_serial != 0 &&
+            ix != NULL && ix->e != NULL && ix->e->serial == d->hint_serial) {
+            /* routed by the hint, on this very entry */
+            rc->gen = gen;
+            rc->serial = d->hint_serial;
+            rc->shard = d->hint_shard;
+            rc->concrete = d->index_concrete;
+            rc->dest = dest;
+        }
+        route_place(c, d, dest, ix, 0, since, now);
+    }
+    in->head = in->tail = NULL;
+    in->count = in->bytes = 0;
 }
 
 /* When retries due at `at` are looked for: `at` rounded down to a step of

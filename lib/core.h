@@ -202,6 +202,11 @@ int esbulk__core_layouts(esbulk__core_t *core, esbulk__index_t **out, int max);
  * woken only when it would look too late by itself). A time after now
  * counts as now. */
 void esbulk__core_add(esbulk__core_t *core, esbulk__doc_t *d, int64_t added_ms, int64_t now);
+/* esbulk__core_add for each document of in, in order (added_ms: each one's
+ * queued_ms); in is left empty. A document with the index entry and shard
+ * of one before it in the list takes that one's destination without a
+ * look-up. */
+void esbulk__core_add_list(esbulk__core_t *core, esbulk__queue_t *in, int64_t now);
 
 /* The next request to send, NULL when none is due (or no node has a free
  * request slot). force: a flush or close wants everything sent now. The

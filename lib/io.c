@@ -560,18 +560,13 @@ static void *io_main(void *arg)
         esbulk__queue_t incoming = {0};
         esbulk__handoff_flags_t fl;
         esbulk__send_t *s;
-        esbulk__doc_t *d;
         int64_t now, due;
         int still;
 
         esbulk__handoff_take(eb, &incoming, &fl);
         now = esbulk__now_ms();
         topology_answers(eb, io, now);
-        while ((d = esbulk__queue_pop(&incoming)) != NULL) {
-            /* the two lines routing reads, written on the adding thread */
-            esbulk__doc_prefetch_ahead(d, 2, 1);
-            esbulk__core_add(io->core, d, d->queued_ms, now);
-        }
+        esbulk__core_add_list(io->core, &incoming, now);
         publish_layouts(eb, io);
         if (fl.abort_all) {
             /* stop the topology thread first: nothing waits on a read */

@@ -722,6 +722,132 @@ START_TEST(test_hint_shard_only_from_its_entry)
 }
 END_TEST
 
+/* esbulk__core_add_list: a document whose hint (index entry and shard) is
+ * that of one before it in the list takes that one's destination without a
+ * look-up; documents of two indices whose shards sit on different nodes,
+ * hinted, unhinted and of an unknown index, in one list, each go where
+ * esbulk__core_add sends it. */
+START_TEST(test_add_list_routes_each)
+{
+    const int32_t prim_logs[3] = {0, 1, 2}, prim_metrics[3] = {2, 0, 1};
+    const char *const names[3] = {"logs", "metrics", "gone"};
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__queue_t in = {0};
+    esbulk__index_t *e;
+    esbulk__send_t *s;
+    int64_t now = 1000;
+    long n, seen = 0;
+    size_t i;
+    enum { N = 120 };
+
+    cf.flush.flush_docs = 1000;
+    fx_open_cluster(&cf, 0, now);
+    /* three indices read first, by one document each: "gone" does not
+     * exist (its documents are unrouted, hint or not) */
+    for (n = 0; n < 3; n++) {
+        const char *f;
+
+        esbulk__core_add(fx.core, doc_new(ESBULK_OP_INDEX, names[n], "warm", -1 - n, 0), now,
+                         now);
+        f = esbulk__core_next_fetch(fx.core, now);
+        ck_assert_str_eq(f, names[n]);
+        e = n < 2 ? index_new(f, ESBULK__IDX_OK, 3, n == 0 ? prim_logs : prim_metrics, fx.cluster)
+                  : index_new(f, ESBULK__IDX_UNKNOWN, 1, NULL, fx.cluster);
+        e->serial = 7001 + (uint64_t)n;
+        esbulk__core_index_fetched(fx.core, f, e, ESBULK_OK, NULL, now);
+    }
+    for (n = 0; n < N; n++) {
+        char id[32];
+        /* the last ten: "logs" alone, hinted (the cache ends up with its
+         * shards, for the second list) */
+        const char *index = n >= N - 10 ? "logs"
+                            : n % 10 == 9 ? "other"
+                            : n % 10 == 4 || n % 10 == 5 ? "gone" : names[n % 2];
+        esbulk__doc_t *d;
+
+        snprintf(id, sizeof(id), "id-%ld", n);
+        d = doc_new(ESBULK_OP_INDEX, index, id, n, 0);
+        if (strcmp(index, "gone") == 0) {
+            d->hint_serial = 7003; /* a hint from an entry that routes nothing */
+            d->hint_shard = 0;
+        } else if (strcmp(index, "other") != 0 && (n % 7 != 3 || n >= N - 10)) {
+            /* hinted as place.c does: the entry's serial, the shard */
+            d->hint_serial = strcmp(index, "logs") == 0 ? 7001 : 7002;
+            d->hint_shard = shard_of(d);
+        } else {
+            d->hint_shard = -1;
+        }
+        d->queued_ms = now - 5;
+        esbulk__queue_push(&in, d);
+    }
+    esbulk__core_add_list(fx.core, &in, now);
+    ck_assert_ptr_null(in.head);
+    ck_assert_uint_eq(in.count, 0);
+    answer_fetches(now); /* "other" does not exist: unrouted */
+    while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+        for (i = 0; i < s->ndocs; i++) {
+            const esbulk__doc_t *d = s->docs[i];
+
+            if (num(d) < 0)
+                continue;
+            if (strcmp(d->index, "other") == 0 || strcmp(d->index, "gone") == 0) {
+                ck_assert_msg(d->unrouted, "document %ld of %s routed", num(d), d->index);
+            } else {
+                const int32_t *prim = strcmp(d->index, "logs") == 0 ? prim_logs : prim_metrics;
+
+                ck_assert_msg(node_of(s) == prim[shard_of(d)],
+                              "document %ld of %s (shard %d) went to node %d, not %d", num(d),
+                              d->index, (int)shard_of(d), node_of(s), (int)prim[shard_of(d)]);
+                ck_assert_int_eq(d->unrouted, 0);
+            }
+            ck_assert_int_eq(d->queued_ms, now - 5);
+            seen++;
+        }
+        answer_items(s, NULL, now);
+    }
+    ck_assert_int_eq(seen, N);
+    /* "logs" read again, its primaries moved (a new entry): documents still
+     * hinted by the old entry, in a new list, go by the new one */
+    {
+        const int32_t prim_new[3] = {1, 2, 0};
+
+        e = index_new("logs", ESBULK__IDX_OK, 3, prim_new, fx.cluster);
+        e->serial = 7011;
+        esbulk__core_index_fetched(fx.core, "logs", e, ESBULK_OK, NULL, now);
+        for (n = N; n < N + 30; n++) {
+            char id[32];
+            esbulk__doc_t *d;
+
+            snprintf(id, sizeof(id), "id-%ld", N - 10 + (n - N) % 10); /* the same shards */
+            d = doc_new(ESBULK_OP_INDEX, "logs", id, n, 0);
+            d->hint_serial = 7001;
+            d->hint_shard = shard_of(d);
+            d->queued_ms = now - 5;
+            esbulk__queue_push(&in, d);
+        }
+        esbulk__core_add_list(fx.core, &in, now);
+        while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL) {
+            for (i = 0; i < s->ndocs; i++) {
+                const esbulk__doc_t *d = s->docs[i];
+
+                ck_assert_msg(node_of(s) == prim_new[shard_of(d)],
+                              "document %ld (an old hint) went to node %d, not %d", num(d),
+                              node_of(s), (int)prim_new[shard_of(d)]);
+                seen++;
+            }
+            answer_items(s, NULL, now);
+        }
+        ck_assert_int_eq(seen, N + 30);
+    }
+    drop_warm();
+    expect(-2, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    expect(-3, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    for (n = 0; n < N + 30; n++)
+        expect(n, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+    fx_close();
+}
+END_TEST
+
 /* An index not read yet: its documents wait for the first read, then are
  * routed; a read that does not come within topology.wait.ms sends them
  * unrouted, and other indices keep sending meanwhile. */
@@ -2247,6 +2373,7 @@ int main(void)
     tcase_add_test(tc, test_batch_limits);
     tcase_add_test(tc, test_routes_to_primaries);
     tcase_add_test(tc, test_hint_shard_only_from_its_entry);
+    tcase_add_test(tc, test_add_list_routes_each);
     tcase_add_test(tc, test_retry_moves_lines_out_of_block);
     tcase_add_test(tc, test_delivered_lines_given_back);
     tcase_add_test(tc, test_waits_for_layout_then_unrouted);
