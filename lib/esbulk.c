@@ -868,30 +868,36 @@ static int32_t serve(esbulk_t *eb)
     if (q.head == NULL)
         return 0;
 
-    for (d = q.head; d != NULL; d = d->next) {
-        /* the lines the callbacks, the marks and the free read, written on
-         * the I/O thread */
-        esbulk__doc_prefetch_ahead(d, 3, 0);
-        if (eb->conf->results_cb != NULL) {
+    /* RESULTS_BATCH at a time: their callbacks, then their records given
+     * back while still in cache (an answer's thousands of records were
+     * walked twice, and the second walk missed the cache at each) */
+    d = q.head;
+    while (d != NULL) {
+        esbulk__doc_t *first = d, *last = d;
+        caller_t *c;
+        size_t i;
+
+        for (n = 0; d != NULL && n < RESULTS_BATCH; d = d->next) {
+            /* the lines the callbacks, the marks and the free read, written
+             * on the I/O thread */
+            esbulk__doc_prefetch_ahead(d, 3, 0);
             batch[n++] = d;
-            if (n == RESULTS_BATCH || d->next == NULL) {
-                eb->conf->results_cb(eb, batch, n, eb->conf->opaque);
-                n = 0;
-            }
-        } else if (eb->conf->result_cb != NULL) {
-            eb->conf->result_cb(eb, d, eb->conf->opaque);
+            last = d;
         }
-        served++;
+        last->next = NULL;
+        if (eb->conf->results_cb != NULL)
+            eb->conf->results_cb(eb, batch, n, eb->conf->opaque);
+        else if (eb->conf->result_cb != NULL)
+            for (i = 0; i < n; i++)
+                eb->conf->result_cb(eb, batch[i], eb->conf->opaque);
+        pthread_mutex_lock(&eb->lock);
+        esbulk__live_done_list(eb, first, n);
+        if ((c = caller_self(eb)) != NULL)
+            c->served += (int32_t)n;
+        pthread_mutex_unlock(&eb->lock);
+        esbulk__doc_free_list(first);
+        served += (int32_t)n;
     }
-    pthread_mutex_lock(&eb->lock);
-    esbulk__live_done_list(eb, q.head, (size_t)served);
-    {
-        caller_t *c = caller_self(eb);
-        if (c != NULL)
-            c->served += served;
-    }
-    pthread_mutex_unlock(&eb->lock);
-    esbulk__doc_free_list(q.head);
     return served;
 }
 
