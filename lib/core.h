@@ -4,7 +4,7 @@
  * unit test can feed it documents, topology and canned answers and check
  * every outcome in milliseconds.
  *
- *   documents in        esbulk__core_add()
+ *   documents in        esbulk__core_add_list(), esbulk__core_add()
  *   topology in         esbulk__core_set_cluster(), esbulk__core_index_fetched()
  *   topology wanted     esbulk__core_next_fetch(), esbulk__core_refresh_wanted()
  *   requests out        esbulk__core_next_send()  ("send this batch to that URL")
