@@ -181,3 +181,39 @@ func TestCancelSeenSoon(t *testing.T) {
 		ty.exactlyOnce(t, nil)
 	}
 }
+
+// Close honours its deadline also while a Flush with a longer context (here
+// none) waits for items the cluster does not answer: Flush returns
+// ErrClosed once Close begins, and Close fails what is left by its
+// deadline (it used to wait behind the Flush, up to the delivery timeout).
+func TestCloseDeadlineDuringFlush(t *testing.T) {
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)},
+		DeliveryTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(10)
+	addN(t, bi, ty, 10)
+	flushed := make(chan error, 1)
+	go func() { flushed <- bi.Flush(context.Background()) }()
+	time.Sleep(100 * time.Millisecond) // the Flush waits
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	err = bi.Close(ctx)
+	if el := time.Since(t0); el > 2*time.Second {
+		t.Errorf("Close with a 300 ms deadline took %v behind a Flush", el)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("close: %v, want the deadline", err)
+	}
+	if err := <-flushed; !errors.Is(err, esbulk.ErrClosed) {
+		t.Errorf("the Flush under way at Close: %v, want ErrClosed", err)
+	}
+	ty.exactlyOnce(t, nil)
+	for k, f := range ty.failures {
+		if !errors.Is(f.err, esbulk.ErrClosed) {
+			t.Errorf("item %d: %v, want ErrClosed", k, f.err)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (b *indexer) run() {
 				c.done <- d.close(c.ctx)
 				return
 			}
-			c.done <- d.flush(c.ctx)
+			c.done <- d.flush(c.ctx, false)
 		default:
 			d.pull(pollWait)
 		}
@@ -302,8 +302,11 @@ func wait(ctx context.Context) (time.Duration, bool) {
 // flush sends what is buffered and serves results until every item
 // accepted before (Add returned nil before Flush was called) has had its
 // callback. The mark is taken once: items added meanwhile (by other
-// goroutines, or re-queued by callbacks) are sent but not waited for.
-func (d *drainer) flush(ctx context.Context) error {
+// goroutines, or re-queued by callbacks) are sent but not waited for. A
+// Flush (not closing) gives way to a Close that began: it returns ErrClosed,
+// and Close, waiting for this goroutine, delivers what is left by its own
+// context.
+func (d *drainer) flush(ctx context.Context, closing bool) error {
 	b := d.b
 	if b.cfg.OnFlushStart != nil {
 		b.userCode(func() { ctx = b.cfg.OnFlushStart(ctx) })
@@ -324,6 +327,9 @@ func (d *drainer) flush(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if !closing && b.closed.Load() {
+			return ErrClosed
+		}
 		w, ok := wait(ctx)
 		if !ok {
 			return context.DeadlineExceeded
@@ -340,7 +346,7 @@ func (d *drainer) close(ctx context.Context) error {
 	b := d.b
 	// No Add is accepted any more (Close's barrier): flush waits for
 	// every item accepted, until ctx ends.
-	err := d.flush(ctx)
+	err := d.flush(ctx, true)
 	rc := C.esbulk_close(b.eb, 0)
 	for d.pull(0) > 0 {
 	}

@@ -39,8 +39,10 @@ type BulkIndexer interface {
 	// Flush sends everything buffered now and returns once every item
 	// added before the call (its Add returned nil) has had its callback,
 	// or ctx.Err() when ctx ends first (the items stay buffered and get
-	// their callbacks later). Items added while it runs are sent too, but
-	// not waited for. A cancel of ctx is seen within some 20 ms.
+	// their callbacks later), or ErrClosed when Close begins meanwhile
+	// (Close delivers them, by its own context). Items added while it runs
+	// are sent too, but not waited for. A cancel of ctx is seen within
+	// some 20 ms.
 	Flush(ctx context.Context) error
 
 	// Close flushes until ctx ends, then gives every item still without an
