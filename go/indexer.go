@@ -441,6 +441,10 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	defer b.bufPool.Put(buf)
 	buf.Reset()
 	if item.Body != nil {
+		// the whole body, wherever the reader stands (as esutil)
+		if _, err := item.Body.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
 		if _, err := buf.ReadFrom(item.Body); err != nil {
 			return err
 		}

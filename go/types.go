@@ -76,9 +76,9 @@ type BulkIndexerItem struct {
 	// empty.
 	Routing string
 	// Body is the document (for update: the update request, such as
-	// {"doc":{...}}); nil for delete. It is read once, copied into the
-	// library, and sought back to its start so that a callback may read it
-	// again.
+	// {"doc":{...}}); nil for delete. It is read once, from its start
+	// (wherever the reader stands), copied into the library, and sought
+	// back to its start so that a callback may read it again.
 	Body io.ReadSeeker
 	// Version is an external version (index, delete); VersionType is
 	// "external" (also when empty) or "external_gte".

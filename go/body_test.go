@@ -1,0 +1,69 @@
+package esbulk_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	esbulk "github.com/libesbulk/libesbulk/go"
+)
+
+// The whole Body is the document, wherever its reader stands at Add (as
+// esutil, which seeks it to its start): a body read before (logged, or
+// read in a callback before the item is re-queued) is sent in full, and a
+// callback reads it in full again.
+func TestBodyReadFromStart(t *testing.T) {
+	index := uniqueIndex("go-esbulk-body")
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bi.Close(context.Background())
+	read := strings.NewReader(`{"n":1}`)
+	if _, err := io.ReadAll(read); err != nil { // logged, say
+		t.Fatal(err)
+	}
+	half := strings.NewReader(`{"n":2}`)
+	if _, err := half.Read(make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 2)
+	for id, body := range map[string]*strings.Reader{"read": read, "half": half} {
+		err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: id, Body: body,
+			OnSuccess: func(_ context.Context, it esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem) {
+				b, _ := io.ReadAll(it.Body)
+				seen <- it.DocumentID + " " + string(b)
+			},
+			OnFailure: func(_ context.Context, it esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+				seen <- it.DocumentID + " failed: " + r.Error.Reason
+				_ = err
+			}})
+		if err != nil {
+			t.Errorf("add %s: %v", id, err)
+			seen <- id + " refused"
+		}
+	}
+	if err := bi.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{<-seen: true, <-seen: true}
+	for _, want := range []string{`read {"n":1}`, `half {"n":2}`} {
+		if !got[want] {
+			t.Errorf("callbacks %v, want %q", got, want)
+		}
+	}
+	for id, n := range map[string]float64{"read": 1, "half": 2} {
+		st, b := call(t, "GET", "/"+index+"/_doc/"+id, "")
+		var doc struct {
+			Source map[string]float64 `json:"_source"`
+		}
+		if st != 200 || json.Unmarshal(b, &doc) != nil || doc.Source["n"] != n {
+			t.Errorf("%s: %d %s, want n %v", id, st, b, n)
+		}
+	}
+}
