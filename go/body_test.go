@@ -67,3 +67,44 @@ func TestBodyReadFromStart(t *testing.T) {
 		}
 	}
 }
+
+// RetryOnConflict applies to updates; on other actions it is ignored, as
+// esutil does (and the server): code that sets it on every item keeps
+// working (Add refused those items).
+func TestRetryOnConflictOnlyUpdates(t *testing.T) {
+	index := uniqueIndex("go-esbulk-roc")
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bi.Close(context.Background())
+	three := 3
+	results := make(chan string, 4)
+	for _, it := range []esbulk.BulkIndexerItem{
+		{Action: "index", DocumentID: "1", Body: strings.NewReader(`{"a":1}`)},
+		{Action: "create", DocumentID: "2", Body: strings.NewReader(`{"a":2}`)},
+		{Action: "update", DocumentID: "1", Body: strings.NewReader(`{"doc":{"b":1}}`)},
+		{Action: "delete", DocumentID: "2"},
+	} {
+		it.RetryOnConflict = &three
+		it.OnSuccess = func(_ context.Context, it esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem) {
+			results <- it.Action + " " + r.Result
+		}
+		it.OnFailure = func(_ context.Context, it esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+			results <- it.Action + " failed"
+		}
+		if err := bi.Add(context.Background(), it); err != nil {
+			t.Errorf("%s with RetryOnConflict: %v", it.Action, err)
+			results <- it.Action + " refused"
+		}
+		if err := bi.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := <-results, it.Action+" "+map[string]string{"index": "created", "create": "created",
+			"update": "updated", "delete": "deleted"}[it.Action]; got != want {
+			t.Errorf("%s, want %s", got, want)
+		}
+	}
+}

@@ -426,7 +426,8 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	if item.RequireAlias {
 		flags |= C.ESBGO_REQUIRE_ALIAS
 	}
-	if item.RetryOnConflict != nil {
+	// on other actions ignored, as esutil does (and the server)
+	if item.RetryOnConflict != nil && op == C.ESBULK_OP_UPDATE {
 		flags |= C.ESBGO_RETRY_ON_CONFLICT
 		r := *item.RetryOnConflict
 		if r < -1 || r > 1000000 {

@@ -89,7 +89,7 @@ type BulkIndexerItem struct {
 	IfSeqNo       *int64
 	IfPrimaryTerm *int64
 	// RetryOnConflict is how often the server retries an update on a
-	// version conflict.
+	// version conflict; ignored for the other actions, as in esutil.
 	RetryOnConflict *int
 	// RequireAlias makes the server refuse the item unless Index is an
 	// alias.
