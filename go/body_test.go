@@ -108,3 +108,40 @@ func TestRetryOnConflictOnlyUpdates(t *testing.T) {
 		}
 	}
 }
+
+// VersionType "external_gt", the server's other name of "external", is
+// taken as such (Add refused it).
+func TestVersionTypeExternalGt(t *testing.T) {
+	index := uniqueIndex("go-esbulk-external-gt")
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bi.Close(context.Background())
+	for _, tc := range []struct {
+		version int64
+		status  int
+	}{{5, 201}, {5, 409}, {6, 200}} {
+		v := tc.version
+		got := make(chan int, 1)
+		err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: "1", Version: &v,
+			VersionType: "external_gt", Body: strings.NewReader(`{}`),
+			OnSuccess: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem) {
+				got <- r.Status
+			},
+			OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, _ error) {
+				got <- r.Status
+			}})
+		if err != nil {
+			t.Fatalf("version %d external_gt: %v", v, err)
+		}
+		if err := bi.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := <-got; st != tc.status {
+			t.Errorf("version %d external_gt: status %d, want %d", v, st, tc.status)
+		}
+	}
+}

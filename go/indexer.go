@@ -403,13 +403,13 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 		flags |= C.ESBGO_VERSION
 		version = C.int64_t(*item.Version)
 		switch item.VersionType {
-		case "", "external":
+		case "", "external", "external_gt": // the server's two names of one type
 			versionType = C.ESBULK_VERSION_EXTERNAL
 		case "external_gte":
 			versionType = C.ESBULK_VERSION_EXTERNAL_GTE
 		default:
 			return &Error{Code: ErrCodeInvalidArg,
-				Reason: "VersionType " + strconv.Quote(item.VersionType) + ": only external and external_gte"}
+				Reason: "VersionType " + strconv.Quote(item.VersionType) + ": only external (external_gt) and external_gte"}
 		}
 	}
 	if item.Version == nil && item.VersionType != "" {

@@ -81,7 +81,8 @@ type BulkIndexerItem struct {
 	// back to its start so that a callback may read it again.
 	Body io.ReadSeeker
 	// Version is an external version (index, delete); VersionType is
-	// "external" (also when empty) or "external_gte".
+	// "external" (also when empty; "external_gt" is the same) or
+	// "external_gte".
 	Version     *int64
 	VersionType string
 	// IfSeqNo and IfPrimaryTerm make the operation conditional on the
