@@ -3,6 +3,7 @@ package esbulk_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -143,5 +144,20 @@ func TestVersionTypeExternalGt(t *testing.T) {
 		if st := <-got; st != tc.status {
 			t.Errorf("version %d external_gt: status %d, want %d", v, st, tc.status)
 		}
+	}
+}
+
+// Config["result.failures_only"] would drop the results of the items
+// indexed: they would never get their OnSuccess, and Flush and Close would
+// wait for them for ever. NewBulkIndexer refuses the key.
+func TestFailuresOnlyRefused(t *testing.T) {
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()},
+		Config: map[string]string{"result.failures_only": "true"}})
+	var e *esbulk.Error
+	if !errors.As(err, &e) || e.Code != esbulk.ErrCodeInvalidArg || !strings.Contains(e.Reason, "result.failures_only") {
+		t.Errorf("Config result.failures_only: %v, want an ErrCodeInvalidArg naming it", err)
+	}
+	if bi != nil {
+		bi.Close(context.Background())
 	}
 }

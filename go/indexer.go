@@ -302,6 +302,12 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 			return nil, &Error{Code: ErrCodeInvalidArg,
 				Reason: "enqueue.timeout.ms cannot be set: Add waits on its context"}
 		}
+		if k == "result.failures_only" {
+			// the items indexed would get no result: no OnSuccess, and
+			// Flush and Close would wait for them for ever
+			return nil, &Error{Code: ErrCodeInvalidArg,
+				Reason: "result.failures_only cannot be set: every item gets its callback"}
+		}
 		set(k, v)
 	}
 	// Add never waits in C (it waits in Go, on its context).

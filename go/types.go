@@ -271,7 +271,8 @@ type BulkIndexerConfig struct {
 	// Config sets any libesbulk key (esbulk-config(7)), applied after the
 	// fields above, for example {"compression": "gzip"}. The key
 	// enqueue.timeout.ms is the indexer's own (Add waits in Go, on its
-	// context) and cannot be set.
+	// context) and cannot be set, nor can result.failures_only (every item
+	// gets its callback, OnSuccess included).
 	Config map[string]string
 }
 
