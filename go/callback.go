@@ -17,32 +17,42 @@ import (
 // That code is recognised by its context (the callbacks' ctx carries a
 // marker of the indexer, whatever goroutine it is then passed to) or else
 // by the goroutine (a callback that calls Add with a context of its own),
-// and only while the result goroutine is running such code.
+// and only while the result goroutine is running such code: a callback's
+// marker holds only while that callback runs (a goroutine it started and
+// did not wait for may use its ctx later, and then waits as any other).
 
-// cbKey is the key of the marker: ctx.Value(cbKey{}) is the *indexer.
+// cbKey is the key of the marker: ctx.Value(cbKey{}) is a cbMark.
 type cbKey struct{}
+
+// cbMark names the indexer and the run of user code (userGen) that a
+// callback's ctx was made for.
+type cbMark struct {
+	b   *indexer
+	gen uint64
+}
 
 // cbContext is the Add's context of an item, as its callbacks get it: its
 // values, deadline and cancellation, plus the marker.
 type cbContext struct {
 	context.Context
-	b *indexer
+	mark cbMark
 }
 
 func (c cbContext) Value(key interface{}) interface{} {
 	if key == (cbKey{}) {
-		return c.b
+		return c.mark
 	}
 	return c.Context.Value(key)
 }
 
 // callbackCtx is the context to pass to code run by the result goroutine
-// for an item added with ctx (nil: none).
+// for an item added with ctx (nil: none), made just before that code runs:
+// it is recognised until the result goroutine makes the next one.
 func (b *indexer) callbackCtx(ctx context.Context) context.Context {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return cbContext{ctx, b}
+	return cbContext{ctx, cbMark{b, b.userGen.Add(1)}}
 }
 
 // inResultGoroutine says whether the caller is code the result goroutine
@@ -54,7 +64,7 @@ func (b *indexer) inResultGoroutine(ctx context.Context) bool {
 		return false
 	}
 	if ctx != nil {
-		if m, _ := ctx.Value(cbKey{}).(*indexer); m == b {
+		if m, _ := ctx.Value(cbKey{}).(cbMark); m.b == b && m.gen == b.userGen.Load() {
 			return true
 		}
 	}
@@ -64,6 +74,7 @@ func (b *indexer) inResultGoroutine(ctx context.Context) bool {
 
 // userCode runs f as the result goroutine's user code.
 func (b *indexer) userCode(f func()) {
+	b.userGen.Add(1) // the last callback's ctx marks it no more
 	b.inUser.Store(true)
 	defer b.inUser.Store(false)
 	f()

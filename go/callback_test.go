@@ -156,3 +156,90 @@ func TestCallbackContext(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A callback's ctx marks code that the result goroutine waits for only
+// while that callback runs: a goroutine that a callback started and did not
+// wait for (an asynchronous retry) may Add and Flush with it later, and
+// then waits for room and for the items as any other, also while the result
+// goroutine runs another callback (Add returned ErrQueueFull, and Flush
+// ErrInCallback, at once).
+func TestCallbackContextAfterTheCallback(t *testing.T) {
+	index := uniqueIndex("go-esbulk-cb-after")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		BufferMaxDocs: 2, FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer call(t, "DELETE", "/"+index, "")
+	ty := newTally(5)
+	onSuccess := func(_ context.Context, item esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem) {
+		ty.onSuccess(idOf(item))
+	}
+	onFailure := func(_ context.Context, item esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+		ty.onFailure(idOf(item), r, err)
+	}
+	add := func(ctx context.Context, id string, ok func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem)) error {
+		return bi.Add(ctx, esbulk.BulkIndexerItem{DocumentID: id, Body: strings.NewReader(`{"a":1}`),
+			OnSuccess: ok, OnFailure: onFailure})
+	}
+	// item 0: its callback hands its ctx over and returns
+	ctx0 := make(chan context.Context, 1)
+	if err := add(context.Background(), "0", func(ctx context.Context, it esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem) {
+		onSuccess(ctx, it, r)
+		ctx0 <- ctx
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var cbCtx context.Context
+	within(t, 20*time.Second, "the first callback", func() { cbCtx = <-ctx0 })
+	// item 1: its callback holds the result goroutine until released
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := add(context.Background(), "1", func(ctx context.Context, it esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem) {
+		onSuccess(ctx, it, r)
+		close(started)
+		select {
+		case <-release:
+		case <-time.After(20 * time.Second):
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 20*time.Second, "the second callback", func() { <-started })
+	// the buffer full (2 items not served while the callback runs)
+	for _, id := range []string{"2", "3"} {
+		if err := add(context.Background(), id, onSuccess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// item 0's ctx, on a goroutine of its own, long after its callback
+	addErr, flushErr := make(chan error, 1), make(chan error, 1)
+	go func() { addErr <- add(cbCtx, "4", onSuccess) }()
+	go func() { flushErr <- bi.Flush(cbCtx) }()
+	time.Sleep(300 * time.Millisecond)
+	if len(addErr) != 0 {
+		t.Errorf("Add with the ctx of a callback that returned, into a full buffer: %v before there was room, want it to wait", <-addErr)
+		addErr <- nil
+	}
+	if len(flushErr) != 0 {
+		t.Errorf("Flush with the ctx of a callback that returned: %v before its items were done, want it to wait", <-flushErr)
+		flushErr <- nil
+	}
+	close(release)
+	within(t, 20*time.Second, "Add and Flush once the callback returned", func() {
+		if err := <-addErr; err != nil {
+			t.Errorf("Add: %v", err)
+		}
+		if err := <-flushErr; err != nil {
+			t.Errorf("Flush: %v", err)
+		}
+	})
+	if err := bi.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accepted := []bool{true, true, true, true, true}
+	if ty.ok.Load() != 5 {
+		// item 4 was refused: no callback for it
+		accepted[4] = ty.calls[4] != 0
+	}
+	ty.exactlyOnce(t, accepted)
+}

@@ -132,6 +132,9 @@ type indexer struct {
 
 	runID  atomic.Uint64 // the result goroutine's id (goid)
 	inUser atomic.Bool   // the result goroutine runs user code (callbacks)
+	// userGen numbers the callback ctxs made (callbackCtx): only the last
+	// one's marker holds
+	userGen atomic.Uint64
 
 	// room is closed (and replaced) by the result goroutine after each
 	// release while adders wait for room.

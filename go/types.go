@@ -26,7 +26,9 @@ import (
 // an *Error with ErrCodeInCallback (ErrInCallback) at once. Such calls are
 // recognised by the callback's ctx, or, with another ctx, by the goroutine
 // (a goroutine that a callback starts and waits for should be given the
-// callback's ctx).
+// callback's ctx). The ctx marks the callback only while it runs: a
+// goroutine that uses it after the callback returned (an asynchronous
+// retry) waits for room as any other.
 type BulkIndexer interface {
 	// Add copies the item into the library's buffer. It blocks while the
 	// buffer is full (BufferMaxBytes, BufferMaxDocs) and returns ctx.Err()
