@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,4 +217,57 @@ func TestCloseDeadlineDuringFlush(t *testing.T) {
 			t.Errorf("item %d: %v, want ErrClosed", k, f.err)
 		}
 	}
+}
+
+// Adds waiting for room in a full buffer cost little CPU: each attempt
+// builds the document in the library again (its body validated and
+// copied) before it finds the buffer full, so the attempts that no release
+// of room called for back off (20 waiters with 1 MiB bodies used half a
+// core at one attempt each per 5 ms).
+func TestFullBufferWaitIsCheap(t *testing.T) {
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)},
+		Index: "go-esbulk-nowhere", BufferMaxDocs: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(10)
+	addN(t, bi, ty, 10)
+	big := `{"s":"` + strings.Repeat("x", 1<<20) + `"}`
+	// CPU is measured over window, once every Add has read its body and
+	// waits
+	const waiters, settle, window = 20, 500 * time.Millisecond, 1500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), settle+window+300*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for g := 0; g < waiters; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := bi.Add(ctx, esbulk.BulkIndexerItem{Body: strings.NewReader(big)}); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("add into a full buffer: %v", err)
+			}
+		}()
+	}
+	time.Sleep(settle)
+	c0 := cpuTime()
+	time.Sleep(window)
+	used := cpuTime() - c0
+	wg.Wait()
+	t.Logf("%d Adds waiting for room used %v of CPU in %v", waiters, used, window)
+	if used > window/5 {
+		t.Errorf("%d Adds waiting for room used %v of CPU in %v", waiters, used, window)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer ccancel()
+	bi.Close(cctx)
+	ty.exactlyOnce(t, nil)
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -79,8 +79,12 @@ const (
 	pollWait    = 20 * time.Millisecond // longest wait of one pull (commands wait at most this)
 	errstrBytes = 512
 	// A full buffer is retried when the result goroutine releases a batch,
-	// and at least this often (room also appears when bytes are sent).
-	roomRetry = 5 * time.Millisecond
+	// and at least every roomRetry, doubled up to roomRetryMax while no
+	// release comes (room also appears when the I/O thread frees bytes, or
+	// the buffer grows at a cluster read): each attempt builds the
+	// document in the library again (its body validated and copied).
+	roomRetry    = 5 * time.Millisecond
+	roomRetryMax = 100 * time.Millisecond
 )
 
 var zeros [errstrBytes]byte
@@ -496,6 +500,7 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 	b.itemsMu.Unlock()
 
 	waiting := false
+	retry := roomRetry
 	defer func() {
 		if waiting {
 			b.waiters.Add(-1)
@@ -552,7 +557,7 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 			b.waiters.Add(1)
 			continue // the room channel taken before was maybe already closed
 		}
-		t := time.NewTimer(roomRetry)
+		t := time.NewTimer(retry)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -563,7 +568,11 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 			b.forget(id)
 			return ErrClosed
 		case <-room:
+			retry = roomRetry
 		case <-t.C:
+			if retry < roomRetryMax {
+				retry *= 2
+			}
 		}
 		t.Stop()
 	}
