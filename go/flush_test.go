@@ -271,3 +271,43 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Flush and Close wait by their own context, whatever OnFlushStart returns
+// (esutil gives it a context.Background() of its own, so that code written
+// for it may well start from another context): the context it returns
+// goes to OnFlushEnd only.
+func TestFlushStartContextKeepsDeadline(t *testing.T) {
+	type key struct{}
+	var ended atomic.Value
+	zero := 0
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)},
+		OnFlushStart: func(context.Context) context.Context {
+			return context.WithValue(context.Background(), key{}, "span")
+		},
+		OnFlushEnd: func(ctx context.Context) { ended.Store(ctx.Value(key{})) },
+		// without the fix, a wait of one request timeout, not minutes
+		RetryMax: &zero, Config: map[string]string{"request.timeout.ms": "5000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(3)
+	addN(t, bi, ty, 3)
+	for _, closing := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		t0 := time.Now()
+		if closing {
+			err = bi.Close(ctx)
+		} else {
+			err = bi.Flush(ctx)
+		}
+		el := time.Since(t0)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || el > 2*time.Second {
+			t.Errorf("close=%v with a 300 ms deadline: %v after %v", closing, err, el)
+		}
+		if v := ended.Load(); v != "span" {
+			t.Errorf("close=%v: OnFlushEnd got %v, want OnFlushStart's context", closing, v)
+		}
+	}
+	ty.exactlyOnce(t, nil)
+}

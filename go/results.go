@@ -308,11 +308,14 @@ func wait(ctx context.Context) (time.Duration, bool) {
 // context.
 func (d *drainer) flush(ctx context.Context, closing bool) error {
 	b := d.b
+	// what OnFlushStart returns goes to OnFlushEnd only: the wait is by
+	// ctx, the Flush's or the Close's
+	fctx := ctx
 	if b.cfg.OnFlushStart != nil {
-		b.userCode(func() { ctx = b.cfg.OnFlushStart(ctx) })
+		b.userCode(func() { fctx = b.cfg.OnFlushStart(ctx) })
 	}
 	if b.cfg.OnFlushEnd != nil {
-		defer b.userCode(func() { b.cfg.OnFlushEnd(ctx) })
+		defer b.userCode(func() { b.cfg.OnFlushEnd(fctx) })
 	}
 	b.itemsMu.Lock()
 	d.mark = b.accs

@@ -208,7 +208,9 @@ type BulkIndexerConfig struct {
 	OnLog func(level int, facility, message string)
 	// OnFlushStart and OnFlushEnd are called around each Flush and around
 	// the flush of Close (libesbulk sends its requests by itself, per
-	// node: there is no per-request hook).
+	// node: there is no per-request hook). OnFlushStart gets the ctx of
+	// the Flush or Close; the context it returns goes to OnFlushEnd only
+	// (Flush and Close wait by their own ctx).
 	OnFlushStart func(context.Context) context.Context
 	OnFlushEnd   func(context.Context)
 
