@@ -10,6 +10,11 @@ func TestSplitCause(t *testing.T) {
 			"failed to parse field [n]", "number_format_exception", "For input string: \"x\""},
 		{" (caused by error: a (b): c)", "", "error", "a (b): c"},
 		{"no cause here", "no cause here", "", ""},
+		// the value the server quotes holds the mark: the cause is the
+		// one whose type is an exception's
+		{"failed to parse field [n] of type [integer] in document with id '1'. Preview of field's value: 'x (caused by a: b)' (caused by number_format_exception: For input string: \"x (caused by a: b)\")",
+			"failed to parse field [n] of type [integer] in document with id '1'. Preview of field's value: 'x (caused by a: b)'",
+			"number_format_exception", "For input string: \"x (caused by a: b)\""},
 		{"cut (caused by json_parse_exception: Unexpected charac", "cut (caused by json_parse_exception: Unexpected charac", "", ""},
 	} {
 		top, ct, cr, _ := splitCause(tc.in)

@@ -232,18 +232,39 @@ const causeMark = " (caused by "
 
 // splitCause splits a reason that ends with libesbulk's caused_by suffix
 // into the reason proper and the cause's type and reason; ok is false when
-// there is no such suffix (or the library cut it, at its length cap).
+// there is no such suffix (or the library cut it, at its length cap). The
+// server's reasons may quote a document's values, which may hold the mark
+// too: the suffix is the first mark followed by an exception's type.
 func splitCause(reason string) (top, ctype, creason string, ok bool) {
-	i := strings.Index(reason, causeMark)
-	if i < 0 || !strings.HasSuffix(reason, ")") {
+	if !strings.HasSuffix(reason, ")") {
 		return reason, "", "", false
 	}
-	rest := reason[i+len(causeMark) : len(reason)-1]
-	j := strings.Index(rest, ": ")
-	if j <= 0 {
-		return reason, "", "", false
+	for from := 0; ; {
+		i := strings.Index(reason[from:], causeMark)
+		if i < 0 {
+			return reason, "", "", false
+		}
+		i += from
+		rest := reason[i+len(causeMark) : len(reason)-1]
+		if j := strings.Index(rest, ": "); j > 0 && isErrorType(rest[:j]) {
+			return reason[:i], rest[:j], rest[j+2:], true
+		}
+		from = i + len(causeMark)
 	}
-	return reason[:i], rest[:j], rest[j+2:], true
+}
+
+// isErrorType says whether s is a server's error type (snake case, such as
+// number_format_exception) or libesbulk's "error" for a cause without one.
+func isErrorType(s string) bool {
+	if s != "error" && !strings.HasSuffix(s, "_exception") && !strings.HasSuffix(s, "_error") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // goStringAs is s (n bytes) as a Go string: same itself when the bytes are
