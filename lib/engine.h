@@ -62,8 +62,9 @@ struct esbulk_s {
     esbulk__mark_t force_mark;      /* documents added before the last esbulk_flush go at
                                      * once, even after that call timed out: until every
                                      * one of them is served (in marks once a flush came) */
-    int buffer_full;                /* an add found no space, and none was freed since:
-                                     * the I/O thread sends whatever it holds */
+    atomic_int buffer_full;         /* an add found no space, and none was freed since:
+                                     * the I/O thread sends whatever it holds (written under
+                                     * lock; an add reads it without, see full_now) */
     int closing;                    /* esbulk_close: stop accepting, drain */
     int abort_all;                  /* close timed out: fail whatever is left */
     int terminate;                  /* the I/O thread should exit */

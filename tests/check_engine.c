@@ -498,6 +498,44 @@ START_TEST(test_queue_full_at_once)
 }
 END_TEST
 
+/* A full buffer, and an add that would not wait: refused before its
+ * document is built (a caller retrying until there is room paid a build,
+ * its body checked and copied, at each try). A body that is not JSON shows
+ * it: QUEUE_FULL, not INVALID_JSON; once there is room, INVALID_JSON. */
+START_TEST(test_queue_full_before_build)
+{
+    esbulk_t *eb = dead_handle_b("10", "0", "100", "100000");
+    const int32_t ops[2] = {ESBULK_OP_INDEX, ESBULK_OP_INDEX};
+    const char *const indices[2] = {"logs", "logs"}, *const bodies[2] = {"{}", "not json"};
+    const size_t lens[2] = {2, 8};
+    size_t accepted = 7;
+    char errstr[256];
+    int i;
+
+    for (i = 0; i < 10; i++)
+        ck_assert_int_eq(add_one(eb, i), ESBULK_OK);
+    /* the first add to find it full is built (nothing said so yet) */
+    ck_assert_int_eq(add_one(eb, 10), ESBULK_ERR_QUEUE_FULL);
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "logs", NULL, 0, NULL, 0, "not json", 8, NULL,
+                                errstr, sizeof(errstr)),
+                     ESBULK_ERR_QUEUE_FULL);
+    ck_assert_ptr_nonnull(strstr(errstr, "queue full: 10 documents"));
+    ck_assert_int_eq(esbulk_add_batch(eb, 2, ops, indices, NULL, NULL, NULL, NULL, bodies, lens,
+                                      NULL, &accepted, errstr, sizeof(errstr)),
+                     ESBULK_ERR_QUEUE_FULL);
+    ck_assert_uint_eq(accepted, 0);
+    ck_assert_int_eq(esbulk_close(eb, 300), ESBULK_ERR_TIMED_OUT);
+    esbulk_destroy(eb);
+
+    /* with room, the same body is looked at */
+    eb = dead_handle_b("10", "0", "100", "100000");
+    ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "logs", NULL, 0, NULL, 0, "not json", 8, NULL,
+                                errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_JSON);
+    esbulk_destroy(eb);
+}
+END_TEST
+
 /* A full buffer is sent at once, not at flush.docs or flush.interval.ms
  * (10 minutes here): otherwise a buffer.max.docs below flush.docs would
  * stall every add until the interval. */
@@ -1485,6 +1523,10 @@ START_TEST(test_queue_full_after_timeout)
     t0 = esbulk__now_ms();
     ck_assert_int_eq(add_one(eb, 5), ESBULK_ERR_QUEUE_FULL);
     ck_assert_int_ge(esbulk__now_ms() - t0, 250); /* it waited enqueue.timeout.ms */
+    /* the buffer is known full now; an add that may wait still waits */
+    t0 = esbulk__now_ms();
+    ck_assert_int_eq(add_one(eb, 6), ESBULK_ERR_QUEUE_FULL);
+    ck_assert_int_ge(esbulk__now_ms() - t0, 250);
     esbulk_destroy(eb);
     ck_assert_int_eq(results_seen, 5);
 }
@@ -1830,6 +1872,7 @@ int main(void)
     tcase_add_test(handle, test_close_is_quiet);
     tcase_add_test(handle, test_dead_seed_said_once);
     tcase_add_test(handle, test_queue_full_at_once);
+    tcase_add_test(handle, test_queue_full_before_build);
     tcase_add_test(handle, test_buffer_sized_by_cluster);
     tcase_add_test(handle, test_queue_full_after_timeout);
     tcase_add_test(handle, test_full_buffer_sends_now);
