@@ -81,8 +81,9 @@ const (
 	// A full buffer is retried when the result goroutine releases a batch,
 	// and at least every roomRetry, doubled up to roomRetryMax while no
 	// release comes (room also appears when the I/O thread frees bytes, or
-	// the buffer grows at a cluster read): each attempt builds the
-	// document in the library again (its body validated and copied).
+	// the buffer grows at a cluster read): an attempt that the library does
+	// not refuse at once (the buffer known full by its count) builds the
+	// document again, its body checked and copied.
 	roomRetry    = 5 * time.Millisecond
 	roomRetryMax = 100 * time.Millisecond
 )
