@@ -503,6 +503,10 @@ def _bytes_arrays(v: List[Optional[bytes]], keep: List[Any]
     return ptrs_a, lens
 
 
+_EMPTY_ID_MSG = ("_id must not be empty (the server refuses an empty _id: if _id is specified "
+                 "it must not be empty); leave it out for a generated one")
+
+
 def _utf8(v: Any) -> Optional[bytes]:
     """An _id or routing as bytes: None stays None, str is encoded to UTF-8,
     bytes (bytearray, memoryview) are sent as they are (the library refuses
@@ -709,6 +713,8 @@ class Indexer:
                                        % (op,), _clib.ERR_INVALID_ARG)
         ib = self._index_bytes(index)
         idb = _utf8(id)
+        if idb == b"":
+            self._raise_add(_clib.ERR_INVALID_ARG, _EMPTY_ID_MSG, 0)
         rb = _utf8(routing)
         bb = encode_body(body)
         opts = self._make_opts(version, version_type, if_seq_no, if_primary_term, pipeline,
@@ -862,6 +868,22 @@ class Indexer:
             routings = None
         if ids is not None and not any(i is not None for i in ids):
             ids = None
+        if ids is not None and b"" in ids:
+            # a zero-length id is "none" to the library, which would generate
+            # one; the server refuses an empty _id: so is it here
+            k = ids.index(b"")
+            try:
+                if k:
+                    def cut(v: Any) -> Any:
+                        return v if v is None or isinstance(v, (int, bytes)) else v[:k]
+                    self._add_batch(cut(ops), cut(indices), ids[:k], cut(routings), bodies[:k],
+                                    cut(opts), cut(toks))
+            finally:
+                if toks is not None and not isinstance(toks, range):
+                    for t in toks[k:]:
+                        if t is not None:
+                            self._tokens.pop(t, None)
+            self._raise_add(_clib.ERR_INVALID_ARG, _EMPTY_ID_MSG, k)
         keep: List[Any] = []  # what the C arrays point into, alive until the call returns
         a_ops = _int_array(ops, n)
         a_idx = _index_array(indices, n, keep)

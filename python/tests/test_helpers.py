@@ -413,3 +413,37 @@ def test_an_update_with_a_source_filter_is_refused_clearly(url, make_index):
     ok, _ = helpers.bulk(url, [{"_op_type": "update", "_index": index, "_id": "2",
                                 "_source": {"doc": {"n": 2}, "doc_as_upsert": True}}])
     assert ok == 1
+
+
+def test_an_empty_id_is_refused_not_given_a_generated_one(client, url, make_index):
+    """"_id": "" is not "no _id": the server refuses it ("if _id is specified
+    it must not be empty", 400), and opensearch-py reports that item. The
+    library takes a zero-length id for none and would index the document
+    under an id of its own: the helpers report a 400 item instead, the
+    Indexer raises InvalidDocumentError, and nothing is indexed."""
+    index = make_index()
+    acts = [{"_index": index, "_id": "a", "n": 1}, {"_index": index, "_id": "", "n": 2},
+            {"_index": index, "_id": b"", "_routing": "r", "n": 3},
+            {"_index": index, "_id": "b", "n": 4}]
+    peer_got = list(peer.streaming_bulk(client, acts[:2], raise_on_error=False))
+    got = list(helpers.streaming_bulk(client, acts, raise_on_error=False))
+    assert [ok for ok, _ in got] == [True, False, False, True]
+    assert [ok for ok, _ in peer_got] == [True, False]
+    for k in (1, 2):
+        it = got[k][1]["index"]
+        assert it["status"] == peer_got[1][1]["index"]["status"] == 400, it
+        assert it["error"]["type"] == peer_got[1][1]["index"]["error"]["type"]
+        assert "must not be empty" in it["error"]["reason"]
+    assert helpers.bulk(client, acts[:2], raise_on_error=False)[0] == 1
+    assert count(index) == 2  # "a", "b": nothing under a generated id
+    res = []
+    with esbulk.Indexer(url, on_result=res.append) as ix:
+        with pytest.raises(esbulk.InvalidDocumentError, match="must not be empty"):
+            ix.add(index, {"n": 5}, id="")
+        with pytest.raises(esbulk.InvalidDocumentError) as e:
+            ix.add_many(index, [{"n": 6}, {"n": 7}], ids=["c", ""])
+        assert e.value.accepted == 1
+        with pytest.raises(esbulk.InvalidDocumentError):
+            ix.add_actions([{"_index": index, "_id": "", "n": 8}])
+    assert [r.id for r in res] == ["c"] and res[0].ok
+    assert count(index) == 3
