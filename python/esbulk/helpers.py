@@ -504,14 +504,18 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     flush_after = kwargs.pop("flush_after_seconds", None)
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
-    ix, default_index, inflight = _indexer_for(client, chunk_size, max_chunk_bytes, max_retries,
+    # the most actions a chunk holds: chunk_size, or as opensearch-py's
+    # chunker, no limit but max_chunk_bytes when it is below 1 (each action
+    # counts 32 bytes at least, below)
+    per_chunk = int(chunk_size) if chunk_size >= 1 else max(1, int(max_chunk_bytes) // 32 + 1)
+    ix, default_index, inflight = _indexer_for(client, per_chunk, max_chunk_bytes, max_retries,
                                                kwargs, meta=not counts)
-    ahead, known = _window(ix, chunk_size, inflight)
+    ahead, known = _window(ix, per_chunk, inflight)
     ahead_at = time.monotonic()
     chunks: Deque[_Chunk] = collections.deque()
     live: Dict[int, _Chunk] = {}
     # a document's opaque: its chunk's number << shift | its position
-    shift = max(1, int(chunk_size)).bit_length()
+    shift = per_chunk.bit_length()
     ix._sink = _sink_for(live, shift, counts)
     next_chunk = iter(range(1 << 62)).__next__
     clean = False
@@ -662,9 +666,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
         nonlocal ahead, known, ahead_at
         if not known or time.monotonic() - ahead_at >= 1.0:
             # the nodes and destinations change with the topology and indices
-            ahead, known = _window(ix, chunk_size, inflight)
+            ahead, known = _window(ix, per_chunk, inflight)
             ahead_at = time.monotonic()
-        most = max(4, (ahead + ahead // 2) // max(1, chunk_size))
+        most = max(4, (ahead + ahead // 2) // per_chunk)
         while len(chunks) >= most or len(ix) >= ahead:
             if ix.poll(0.2) == 0 and len(ix) == 0 and chunks[0].left:
                 raise RuntimeError("esbulk: %d result(s) never came" %

@@ -447,3 +447,18 @@ def test_an_empty_id_is_refused_not_given_a_generated_one(client, url, make_inde
             ix.add_actions([{"_index": index, "_id": "", "n": 8}])
     assert [r.id for r in res] == ["c"] and res[0].ok
     assert count(index) == 3
+
+
+@pytest.mark.parametrize("chunk_size", [0, -1])
+def test_a_chunk_size_below_one_puts_no_limit_on_a_chunk(client, make_index, chunk_size):
+    """opensearch-py's chunker cuts a chunk at chunk_size actions only when
+    it is reached: 0 or less is no limit (max_chunk_bytes alone cuts). Ours
+    failed with KeyError after the second action of the chunk."""
+    index = make_index()
+    acts = [{"_index": index, "_id": str(i), "n": i} for i in range(50)]
+    peer_got = list(peer.streaming_bulk(client, acts, chunk_size=chunk_size))
+    got = list(helpers.streaming_bulk(client, acts, chunk_size=chunk_size))
+    assert [(ok, it["index"]["_id"]) for ok, it in got] == \
+        [(ok, it["index"]["_id"]) for ok, it in peer_got] == [(True, str(i)) for i in range(50)]
+    assert helpers.bulk(client, acts, chunk_size=chunk_size, max_chunk_bytes=1000) == (50, [])
+    assert count(index) == 50
