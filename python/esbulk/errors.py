@@ -7,8 +7,9 @@ module, of esbulk and of esbulk.helpers, looked up through the modules'
 __getattr__): importing opensearch-py costs about 0.3 s of CPU, which a
 program that passes URLs and never sees a BulkIndexError need not pay.
 """
+import importlib
 import threading
-from typing import TYPE_CHECKING, Any, List, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Type
 
 
 class EsbulkError(Exception):
@@ -96,9 +97,59 @@ else:
 class TransportError(EsbulkError):
     """A document could not be delivered (connection, HTTP, timeout, retries
     used up), raised by the helpers when raise_on_exception is true.
-    ``status_code`` is the HTTP status when there was one, else "N/A"."""
+    ``status_code`` is the HTTP status when there was one, else "N/A".
+    The helpers raise it as a subclass of the peer's ConnectionError (no
+    HTTP status) or TransportError too (see transport_error())."""
 
     def __init__(self, message: str, status_code: Optional[Any] = None, code: int = 0) -> None:
         super().__init__(message, code)
-        self.status_code = status_code if status_code else "N/A"
-        self.error = message
+        self._status_code = status_code if status_code else "N/A"
+        self._error = message
+
+    # properties, as the peer's (whose own would read args)
+    @property
+    def status_code(self) -> Any:
+        return self._status_code
+
+    @property
+    def error(self) -> str:
+        return self._error
+
+    @property
+    def info(self) -> Any:
+        return None
+
+    def __str__(self) -> str:
+        return self._error
+
+
+_transport: Dict[bool, Type[TransportError]] = {}
+
+
+def transport_error(status_code: Any) -> Type[TransportError]:
+    """The class the helpers raise for a document not delivered: a
+    TransportError that is also the peer's (opensearch-py's, else
+    elasticsearch-py's) ConnectionError when there was no HTTP status, or its
+    TransportError, so that an ``except`` written for the peer catches it.
+    Made on first use (importing the peer is slow)."""
+    conn = not isinstance(status_code, int)
+    cls = _transport.get(conn)
+    if cls is None:
+        with _made_lock:
+            cls = _transport.get(conn)
+            if cls is None:
+                name = "ConnectionError" if conn else "TransportError"
+                peer: Any = None
+                for mod in ("opensearchpy.exceptions", "elasticsearch.exceptions"):
+                    try:
+                        peer = getattr(importlib.import_module(mod), name)
+                        break
+                    except Exception:  # pragma: no cover - depends on what is installed
+                        continue
+                if peer is None:  # pragma: no cover
+                    cls = TransportError
+                else:
+                    cls = type("TransportError", (TransportError, peer),
+                               {"__module__": __name__, "__qualname__": "TransportError"})
+                _transport[conn] = cls
+    return cls

@@ -310,7 +310,7 @@ def _request_failure(r: Result, op_type: str, meta: Dict[str, Any], data: Any,
     """(raised?, info) for a document that was not delivered at all."""
     status = r.status if r.status else "N/A"
     msg = "%s: %s" % (r.error_name, r.reason) if r.reason else r.error_name
-    exc = TransportError(msg, status, r.error)
+    exc = _errors.transport_error(status)(msg, status, r.error)
     if raise_on_exception and status not in ignore_status:
         raise exc
     info: Dict[str, Any] = {"error": msg, "status": status, "exception": exc}

@@ -462,3 +462,25 @@ def test_a_chunk_size_below_one_puts_no_limit_on_a_chunk(client, make_index, chu
         [(ok, it["index"]["_id"]) for ok, it in peer_got] == [(True, str(i)) for i in range(50)]
     assert helpers.bulk(client, acts, chunk_size=chunk_size, max_chunk_bytes=1000) == (50, [])
     assert count(index) == 50
+
+
+def test_an_undelivered_document_raises_the_peers_connection_error():
+    """opensearch-py raises its ConnectionError (a TransportError, status_code
+    "N/A") when the cluster cannot be reached: an ``except`` written for it
+    must catch ours, which is also an esbulk.TransportError."""
+    from opensearchpy import exceptions as peer_exc
+    acts = [{"_index": "nowhere", "_id": str(i), "n": i} for i in range(3)]
+    conf = {"connect.timeout.ms": 100, "retry.max": 0}
+    with pytest.raises(peer_exc.ConnectionError) as e:
+        helpers.bulk("http://127.0.0.1:1", acts, esbulk_conf=conf)
+    assert isinstance(e.value, esbulk.TransportError)
+    assert isinstance(e.value, peer_exc.TransportError)
+    assert e.value.status_code == "N/A" and e.value.code < 0
+    assert e.value.error == str(e.value) and "127.0.0.1:1" in str(e.value)
+    for ok, item in helpers.streaming_bulk("http://127.0.0.1:1", acts, esbulk_conf=conf,
+                                           raise_on_error=False, raise_on_exception=False):
+        assert not ok and isinstance(item["index"]["exception"], peer_exc.ConnectionError)
+    try:  # the same except clause catches both
+        peer.bulk(OpenSearch(["http://127.0.0.1:1"], max_retries=0), acts)
+    except peer_exc.ConnectionError as pe:
+        assert pe.status_code == "N/A"
