@@ -1180,6 +1180,14 @@ _SOURCE_FILTER_MSG = ("an update's _source that is not a mapping (%r) is a sourc
                       "_source from the action")
 
 
+# Options of an action dict the server accepts and ignores for its op, and
+# the library refuses for it: dropped from the action (opensearch-py's
+# helpers send them, and such documents are indexed or deleted)
+_IGNORED_OPTS: Dict[str, Tuple[str, ...]] = {
+    "index": ("retry_on_conflict",), "create": ("retry_on_conflict",), "update": ("pipeline",),
+    "delete": ("retry_on_conflict", "pipeline")}
+
+
 def parse_action(a: Any) -> Tuple[int, str, Any, Any, Any, Dict[str, Any]]:
     """An action dict of the bulk helpers -> (op, index, id, routing, body, options)."""
     if isinstance(a, (str, bytes)):
@@ -1224,6 +1232,8 @@ def parse_action(a: Any) -> Tuple[int, str, Any, Any, Any, Dict[str, Any]]:
     rc = g("retry_on_conflict", g("_retry_on_conflict"))
     if rc is not None:
         o["retry_on_conflict"] = rc
+    for k in _IGNORED_OPTS[op]:
+        o.pop(k, None)
     if o:
         for k in ("version", "version_type", "if_seq_no", "if_primary_term", "pipeline",
                   "require_alias", "retry_on_conflict"):

@@ -48,8 +48,8 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import (_SOURCE_FILTER_MSG, Indexer, Result, _dumps, _make_result, _utf8,
-                       conf_key, conf_value, encode_body)
+from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _dumps,
+                       _make_result, _utf8, conf_key, conf_value, encode_body)
 from . import errors as _errors
 from .errors import TransportError
 
@@ -585,7 +585,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                             raise ValueError("action %d: %s" % (first + k, why))
                         r = m.get("routing")
                         routings.append(_utf8(r))
-                        o = {k2: m[k2] for k2 in _OPTS if m.get(k2) is not None}
+                        o = {k2: m[k2] for k2 in _OPTS if m.get(k2) is not None and
+                             k2 not in _IGNORED_OPTS[op_types[k]]}
                         if o:
                             for k2 in _OPTS:
                                 o.setdefault(k2, None)

@@ -9,7 +9,7 @@ from opensearchpy import helpers as peer
 
 import esbulk
 from esbulk import helpers
-from conftest import count
+from conftest import count, http
 
 N = 100000
 
@@ -484,3 +484,39 @@ def test_an_undelivered_document_raises_the_peers_connection_error():
         peer.bulk(OpenSearch(["http://127.0.0.1:1"], max_retries=0), acts)
     except peer_exc.ConnectionError as pe:
         assert pe.status_code == "N/A"
+
+
+def test_options_the_server_ignores_for_an_op_do_not_fail_the_document(client, url, make_index):
+    """retry_on_conflict on an index, create or delete, and a pipeline on an
+    update or delete: the server ignores them, and opensearch-py's helpers
+    index (delete) such documents. A program that puts the same options on
+    every action must not lose those documents with ours (the library refuses
+    the options for those ops): they are dropped; options the server refuses
+    (an external version on a create) are still a 400 item."""
+    http("PUT", "/_ingest/pipeline/pytest-set-p", {
+        "processors": [{"set": {"field": "p", "value": 1}}]})
+
+    def acts(index):
+        return [{"_index": index, "_id": "1", "n": 1, "retry_on_conflict": 3},
+                {"_op_type": "create", "_index": index, "_id": "2", "n": 2,
+                 "_retry_on_conflict": 3, "pipeline": "pytest-set-p"},
+                {"_op_type": "update", "_index": index, "_id": "1", "doc": {"n": 3},
+                 "retry_on_conflict": 3, "pipeline": "pytest-set-p"},
+                {"_op_type": "delete", "_index": index, "_id": "2", "retry_on_conflict": 3,
+                 "pipeline": "pytest-set-p"},
+                {"_index": index, "_id": "3", "n": 4, "retry_on_conflict": 3,
+                 "pipeline": "pytest-set-p"}]
+    want = [(True, "index"), (True, "create"), (True, "update"), (True, "delete"),
+            (True, "index")]
+    for h in (peer, helpers):
+        index = make_index(h.__name__.split(".")[0])
+        got = list(h.streaming_bulk(client, acts(index), raise_on_error=False))
+        assert [(ok, op) for ok, item in got for op in item] == want, got
+        assert count(index) == 2
+        assert client.get(index=index, id="3")["_source"] == {"n": 4, "p": 1}
+    index = make_index("indexer")
+    res = []
+    with esbulk.Indexer(url, on_result=res.append) as ix:
+        ix.add_actions(acts(index))
+    assert [r.ok for r in res] == [True] * 5, [(r.id, r.reason) for r in res]
+    assert count(index) == 2
