@@ -129,7 +129,7 @@ def hosts_to_urls(hosts: Any) -> Optional[str]:
     """A URL, a list of URLs, or opensearch-py style host dicts -> "urls"."""
     if hosts is None:
         return None
-    if isinstance(hosts, (str, bytes)):
+    if isinstance(hosts, (str, bytes, Mapping)):  # one host
         hosts = [hosts]
     out = []
     for h in hosts:

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 
 import pytest
 
@@ -558,3 +559,17 @@ def test_ctrl_c_in_a_with_block_closes_at_once():
     took = time.monotonic() - t0
     assert took < 10, took
     assert len(got) == 20 and all(r.outcome != "indexed" for r in got)
+
+
+def test_hosts_may_be_one_host_dict(url, make_index):
+    """Indexer(hosts={"host": ..., "port": ...}): one opensearch-py host dict,
+    as one URL string is one host, not the dict's keys taken as host names
+    ("host,port": every document failed on http://host:9200)."""
+    index = make_index()
+    u = urllib.parse.urlsplit(url)
+    res = []
+    with esbulk.Indexer({"host": u.hostname, "port": u.port}, on_result=res.append) as ix:
+        ix.add(index, {"n": 1}, id="1")
+    assert [(r.ok, r.reason) for r in res] == [(True, None)]
+    assert esbulk._indexer.hosts_to_urls({"host": "h", "port": 1, "scheme": "https"}) == \
+        "https://h:1"
