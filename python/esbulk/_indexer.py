@@ -137,8 +137,13 @@ def hosts_to_urls(hosts: Any) -> Optional[str]:
             h = h.decode()
         if isinstance(h, Mapping):
             scheme = h.get("scheme") or ("https" if h.get("use_ssl") else "http")
-            url = "%s://%s:%s%s" % (scheme, h.get("host", "127.0.0.1"), h.get("port", 9200),
-                                    h.get("url_prefix", ""))
+            host = str(h.get("host", "127.0.0.1"))
+            if ":" in host and not host.startswith("["):  # IPv6
+                host = "[%s]" % host
+            # as opensearch-py: "es" and "/es/" are "/es", "/" is none
+            prefix = str(h.get("url_prefix") or "").strip("/")
+            url = "%s://%s:%s%s" % (scheme, host, h.get("port") or 9200,
+                                    "/" + prefix if prefix else "")
             out.append(url)
         else:
             out.append(str(h))

@@ -573,3 +573,16 @@ def test_hosts_may_be_one_host_dict(url, make_index):
     assert [(r.ok, r.reason) for r in res] == [(True, None)]
     assert esbulk._indexer.hosts_to_urls({"host": "h", "port": 1, "scheme": "https"}) == \
         "https://h:1"
+
+
+def test_host_dicts_make_the_urls_opensearch_py_makes():
+    """A url_prefix without its leading slash ("es": "http://h:1es") and an
+    IPv6 host ("http://::1:9200") made URLs that do not work; opensearch-py
+    makes "http://h:1/es" and "http://[::1]:9200"."""
+    from opensearchpy import OpenSearch
+    for h in ({"host": "h", "port": 1, "url_prefix": "es"},
+              {"host": "h", "url_prefix": "/es/"}, {"host": "::1", "port": 9200},
+              {"host": "h", "use_ssl": True, "port": 443}):
+        peer_urls = [c.host + c.url_prefix
+                     for c in OpenSearch([h]).transport.connection_pool.connections]
+        assert esbulk._indexer.hosts_to_urls([h]) == peer_urls[0], h
