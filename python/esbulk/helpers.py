@@ -121,13 +121,20 @@ def client_conf(client: Any) -> Dict[str, str]:
     if pool is not None and hasattr(pool, "connections"):  # opensearch-py, elasticsearch-py < 8
         for c in pool.connections:
             urls.append(c.host + (getattr(c, "url_prefix", "") or ""))
-            auth = getattr(c, "http_auth", None)
+            # RequestsHttpConnection keeps them on its requests session
+            session = getattr(c, "session", None)
+            auth = getattr(c, "http_auth", None) or getattr(session, "auth", None)
             if isinstance(auth, (tuple, list)) and len(auth) == 2:
                 conf["auth.username"], conf["auth.password"] = str(auth[0]), str(auth[1])
             elif isinstance(auth, str) and ":" in auth:
                 u, _, p = auth.partition(":")
                 conf["auth.username"], conf["auth.password"] = u, p
-            for k, v in (getattr(c, "headers", None) or {}).items():
+            elif auth is not None:  # a signer (AWS SigV4), a requests auth object
+                raise TypeError("esbulk.helpers: the client's http_auth (%s) cannot be used by "
+                                "libesbulk, which sends basic, API key or bearer credentials "
+                                "only" % (type(auth).__name__,))
+            for k, v in (getattr(c, "headers", None) or getattr(session, "headers", None)
+                         or {}).items():
                 headers[k.lower()] = v
         kw = getattr(transport, "kwargs", {}) or {}
         if kw.get("verify_certs") is False:

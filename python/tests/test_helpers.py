@@ -520,3 +520,29 @@ def test_options_the_server_ignores_for_an_op_do_not_fail_the_document(client, u
         ix.add_actions(acts(index))
     assert [r.ok for r in res] == [True] * 5, [(r.id, r.reason) for r in res]
     assert count(index) == 2
+
+
+def test_client_conf_reads_the_credentials_of_a_requests_connection_or_refuses_them():
+    """With connection_class=RequestsHttpConnection opensearch-py keeps
+    http_auth on its requests session, not on the connection: the
+    credentials were dropped (every document a 401). An auth the library
+    cannot use (an AWS SigV4 signer) raised nothing and was dropped too (every
+    document a 403): it raises TypeError naming it."""
+    from opensearchpy import RequestsHttpConnection, Urllib3AWSV4SignerAuth
+
+    c = OpenSearch(["http://es1.example:9200"], http_auth=("admin", "s:cret"),
+                   connection_class=RequestsHttpConnection)
+    conf = helpers.client_conf(c)
+    assert (conf["auth.username"], conf["auth.password"]) == ("admin", "s:cret")
+    c = OpenSearch(["http://es1.example:9200"], connection_class=RequestsHttpConnection,
+                   headers={"Authorization": "Bearer tok"})
+    assert helpers.client_conf(c)["auth.bearer"] == "tok"
+
+    class Creds:
+        access_key, secret_key, token = "a", "b", None
+    for cc, auth in ((None, Urllib3AWSV4SignerAuth(Creds(), "us-east-1")),
+                     (RequestsHttpConnection, lambda r: r)):
+        kw = {"connection_class": cc} if cc else {}
+        c = OpenSearch(["http://es1.example:9200"], http_auth=auth, **kw)
+        with pytest.raises(TypeError, match="http_auth"):
+            helpers.client_conf(c)
