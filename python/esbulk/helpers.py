@@ -567,11 +567,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                                      (first + k, bad.meta(k)))
         distinct = set(idxs)
         ib: Union[bytes, List[bytes]]
-        try:
+        try:  # "": refused below, a failed item of its own (never sent)
             if len(distinct) == 1:
-                ib = ix._index_bytes(idxs[0])
+                ib = ix._index_bytes(idxs[0]) if idxs[0] != "" else b""
             else:
-                bmap = {i: ix._index_bytes(i) for i in distinct}
+                bmap = {i: ix._index_bytes(i) if i != "" else b"" for i in distinct}
                 ib = list(map(bmap.__getitem__, idxs))
         except _errors.InvalidDocumentError as e:
             k = next(k for k, i in enumerate(idxs) if not isinstance(i, str) or not i)
@@ -581,7 +581,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
         optl: Optional[List[Optional[int]]] = None
         # documents refused before the library saw them (options that do not
         # fit): position -> (esbulk_err_t, why)
-        pre: Dict[int, Tuple[int, str]] = {}
+        pre: Dict[int, Tuple[Any, ...]] = {}
         try:
             if slow:  # some actions had other meta keys: routing, options
                 routings, optl = [], []
@@ -610,6 +610,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                         optl.append(None)
                 if not any(optl):
                     optl = None
+            if "" in distinct:  # as the server refuses it, that document alone
+                for k, i in enumerate(idxs):
+                    if i == "":
+                        pre.setdefault(k, (_clib.ERR_INVALID_ARG, "Invalid index name [], must "
+                                           "not be empty", "invalid_index_name_exception"))
             chunks.append(c)
             live[c.no] = c
             taken += n
@@ -651,11 +656,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 if o2:
                     lib.esbulk_docopts_destroy(o2)
 
-    def refuse(c: _Chunk, k: int, code: int, why: str) -> None:
+    def refuse(c: _Chunk, k: int, code: int, why: str, etype: Optional[str] = None) -> None:
         """Action k of chunk c, refused at add time: its failed item (status
         400, as the server's answer to such a document)."""
-        etype = "mapper_parsing_exception" if code == _clib.ERR_INVALID_JSON else \
-            "illegal_argument_exception"
+        etype = etype or ("mapper_parsing_exception" if code == _clib.ERR_INVALID_JSON else
+                          "illegal_argument_exception")
         i = c.ids[k]
         id_ = None if i is None else i.decode("utf-8", "replace") if isinstance(
             i, (bytes, bytearray)) else str(i)

@@ -546,3 +546,23 @@ def test_client_conf_reads_the_credentials_of_a_requests_connection_or_refuses_t
         c = OpenSearch(["http://es1.example:9200"], http_auth=auth, **kw)
         with pytest.raises(TypeError, match="http_auth"):
             helpers.client_conf(c)
+
+
+def test_an_empty_index_name_is_a_failed_item_not_the_end_of_the_stream(client, make_index):
+    """"_index": "" is refused by the server for that document alone (400
+    invalid_index_name_exception), and opensearch-py goes on with the rest;
+    ours raised ValueError and stopped the whole stream."""
+    index = make_index()
+    acts = [{"_index": index, "_id": "a", "n": 1}, {"_index": "", "_id": "b", "n": 2},
+            {"_index": index, "_id": "c", "n": 3}]
+    peer_got = list(peer.streaming_bulk(client, acts, raise_on_error=False))
+    got = list(helpers.streaming_bulk(client, acts, raise_on_error=False))
+    assert [ok for ok, _ in got] == [ok for ok, _ in peer_got] == [True, False, True]
+    it, pit = got[1][1]["index"], peer_got[1][1]["index"]
+    assert (it["status"], it["error"]["type"], it["_id"]) == \
+        (pit["status"], pit["error"]["type"], pit["_id"]) == (400, "invalid_index_name_exception", "b")
+    with pytest.raises(helpers.BulkIndexError) as e:
+        helpers.bulk(client, acts)
+    assert [list(x.values())[0]["_id"] for x in e.value.errors] == ["b"]
+    assert helpers.bulk(client, [{"_index": "", "n": 1}] * 3, raise_on_error=False)[0] == 0
+    assert count(index) == 2
