@@ -709,6 +709,17 @@ class Indexer:
         Indexer does not block, InvalidDocumentError (a ValueError) for a
         document refused at once; a refused document gets no result."""
         if isinstance(index, Mapping):
+            given = [k for k, v in (("body", body), ("id", id), ("routing", routing),
+                                    ("version", version), ("version_type", version_type),
+                                    ("if_seq_no", if_seq_no),
+                                    ("if_primary_term", if_primary_term),
+                                    ("pipeline", pipeline), ("require_alias", require_alias),
+                                    ("retry_on_conflict", retry_on_conflict))
+                     if v is not None] + (["op"] if op != "index" else [])
+            if given:
+                raise TypeError("Indexer.add: an action dict is the whole action; put %s in "
+                                "it (as _op_type, _id, _routing, ...), not beside it"
+                                % ", ".join(given))
             self.add_actions((index,), on_result=on_result, context=context)
             return
         eb = self._handle()

@@ -586,3 +586,21 @@ def test_host_dicts_make_the_urls_opensearch_py_makes():
         peer_urls = [c.host + c.url_prefix
                      for c in OpenSearch([h]).transport.connection_pool.connections]
         assert esbulk._indexer.hosts_to_urls([h]) == peer_urls[0], h
+
+
+def test_add_of_an_action_dict_refuses_arguments_it_would_ignore(url, make_index):
+    """add({"_index": ..., ...}, id=..., op=...): the dict is the whole
+    action; the other arguments were silently ignored (an op="create" became
+    an index that overwrote). They raise TypeError; on_result and context
+    still apply."""
+    index = make_index()
+    res = []
+    with esbulk.Indexer(url, on_result=res.append) as ix:
+        for kw in ({"id": "2"}, {"op": "create"}, {"routing": "r"}, {"version": 3},
+                   {"pipeline": "p"}):
+            with pytest.raises(TypeError, match=list(kw)[0]):
+                ix.add({"_index": index, "_id": "1", "n": 1}, **kw)
+        with pytest.raises(TypeError, match="body"):
+            ix.add({"_index": index, "_id": "1"}, {"n": 1})
+        ix.add({"_index": index, "_id": "1", "n": 1}, context="c")
+    assert [(r.id, r.context, r.ok) for r in res] == [("1", "c", True)]
