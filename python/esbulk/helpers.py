@@ -615,11 +615,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     if i == "":
                         pre.setdefault(k, (_clib.ERR_INVALID_ARG, "Invalid index name [], must "
                                            "not be empty", "invalid_index_name_exception"))
+            eids = _encode_ids(ids)  # may raise (a lone surrogate): before c is counted
             chunks.append(c)
             live[c.no] = c
             taken += n
             base = c.no << shift
-            eids = _encode_ids(ids)
             if not pre:
                 try:  # the common case: the whole chunk in one call
                     ix._add_batch(opcs, ib, eids, routings, bodies, optl,

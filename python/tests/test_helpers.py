@@ -566,3 +566,22 @@ def test_an_empty_index_name_is_a_failed_item_not_the_end_of_the_stream(client, 
     assert [list(x.values())[0]["_id"] for x in e.value.errors] == ["b"]
     assert helpers.bulk(client, [{"_index": "", "n": 1}] * 3, raise_on_error=False)[0] == 0
     assert count(index) == 2
+
+
+def test_an_id_that_cannot_be_encoded_raises_its_error_not_results_never_came(client,
+                                                                             make_index):
+    """A str _id with a lone surrogate cannot be UTF-8: opensearch-py raises
+    UnicodeEncodeError, as ours did for such a routing. For an _id ours
+    raised RuntimeError("esbulk: N result(s) never came"), as if documents
+    had been lost: its chunk was counted as handed to the library before the
+    ids were encoded."""
+    index = make_index()
+    acts = [{"_index": index, "_id": str(i), "n": i} for i in range(5)]
+    acts.append({"_index": index, "_id": "\ud800", "n": 5})
+    with pytest.raises(UnicodeEncodeError):
+        list(peer.streaming_bulk(client, acts, chunk_size=3))
+    got = []
+    with pytest.raises(UnicodeEncodeError):
+        for ok, item in helpers.streaming_bulk(client, acts, chunk_size=3):
+            got.append(item["index"]["_id"])
+    assert got == ["0", "1", "2"]  # the chunk sent before it, as opensearch-py
