@@ -779,7 +779,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                             if m:
                                 ri = a["_index"] if m & 1 else None
                                 id_ = a["_id"] if m & 2 else None
-                                index = ri if m & 1 else default_index
+                                # "_index": None is the default (as the server takes it)
+                                index = ri if ri is not None else default_index
                             else:
                                 ri, id_, index = None, None, default_index
                 if m is None:
@@ -788,7 +789,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                         json.loads(action).items()
                     ri = m.get("_index")
                     id_ = m.get("_id")
-                    index = m.get("_index", default_index)
+                    index = ri if ri is not None else default_index
                     if not slow and not m.keys() <= _FAST_META:
                         slow = True
                 if op_type == "delete" or data is None:

@@ -585,3 +585,17 @@ def test_an_id_that_cannot_be_encoded_raises_its_error_not_results_never_came(cl
         for ok, item in helpers.streaming_bulk(client, acts, chunk_size=3):
             got.append(item["index"]["_id"])
     assert got == ["0", "1", "2"]  # the chunk sent before it, as opensearch-py
+
+
+def test_an_index_of_none_takes_the_default_index(client, make_index):
+    """{"_index": None, ...} with index=...: opensearch-py sends "_index":
+    null, and the server takes the request's index; ours raised ValueError
+    "no _index and no index= given" (it was given)."""
+    index = make_index()
+    acts = [{"_index": None, "_id": "1", "n": 1},
+            {"_index": None, "_id": "2", "_routing": "r", "n": 2}]
+    peer_got = list(peer.streaming_bulk(client, acts, index=index))
+    got = list(helpers.streaming_bulk(client, acts, index=index))
+    assert [(ok, it["index"]["_index"]) for ok, it in got] == \
+        [(ok, it["index"]["_index"]) for ok, it in peer_got] == [(True, index)] * 2
+    assert helpers.bulk(client, acts, index=index) == (2, [])
