@@ -582,6 +582,8 @@ class Indexer:
         # helpers: called with each pulled _Batch instead of making Results
         # (their opaques are then the helper's own numbers, not tokens)
         self._sink: Optional[Callable[[_Batch], None]] = None
+        # a callback's exception met while a blocked add waited for room
+        self._deferred: Optional[BaseException] = None
         self._lock = threading.RLock()   # one poller at a time
         self._index_cache: Dict[str, bytes] = {}
         self._errstr = ctypes.create_string_buffer(1024)
@@ -753,25 +755,41 @@ class Indexer:
             if tok is not None:
                 self._tokens.pop(tok, None)
             self._raise_add(rc, _clib.dec(err.value), 0)
+        self._raise_deferred()
 
     def _raise_add(self, rc: int, msg: Optional[str], accepted: int) -> None:
         text = msg or _clib.err2str(rc)
+        e: BaseException
         if rc == _clib.ERR_QUEUE_FULL:
-            raise QueueFullError("esbulk: queue full: %s (poll() or flush() to make room)"
-                                 % text, rc, accepted)
-        if rc == _clib.ERR_CLOSED:
-            raise EsbulkError("esbulk: the Indexer is closed", rc, accepted)
-        if rc == _clib.ERR_NOMEM:
-            raise MemoryError(text)
-        e = InvalidDocumentError("esbulk: document %d refused: %s" % (accepted, text), rc,
-                                 accepted)
-        e.reason = text  # the library's own words (the helpers' failed item)
+            e = QueueFullError("esbulk: queue full: %s (poll() or flush() to make room)"
+                               % text, rc, accepted)
+        elif rc == _clib.ERR_CLOSED:
+            e = EsbulkError("esbulk: the Indexer is closed", rc, accepted)
+        elif rc == _clib.ERR_NOMEM:
+            e = MemoryError(text)
+        else:
+            e = InvalidDocumentError("esbulk: document %d refused: %s" % (accepted, text), rc,
+                                     accepted)
+            e.reason = text  # the library's own words (the helpers' failed item)
+        # a callback's exception met while this add waited for room: its context
+        e.__context__, self._deferred = self._deferred, None
         raise e
 
     def _wait_for_room(self) -> None:
         # A full buffer will not drain by waiting for flush.interval.ms: send
         # now and serve what comes back (flush returns once all are served).
-        self.flush(SLICE_S / 2)
+        try:
+            self.flush(SLICE_S / 2)
+        except Exception as e:
+            # a callback's: the add goes on (its caller could not tell which
+            # of its documents were added), and raises it once they all are
+            if self._deferred is None:
+                self._deferred = e
+
+    def _raise_deferred(self) -> None:
+        e, self._deferred = self._deferred, None
+        if e is not None:
+            raise e
 
     def add_many(self, index: str, bodies: Iterable[Body], *,
                  ids: Optional[Sequence[Optional[str]]] = None,
@@ -802,7 +820,9 @@ class Indexer:
         else:
             toks = [self._token(on_result, None if contexts is None else contexts[k])
                     for k in range(n)]
-        return self._add_batch(opc, ib, idl, rtl, bl, None, toks)
+        n = self._add_batch(opc, ib, idl, rtl, bl, None, toks)
+        self._raise_deferred()
+        return n
 
     def add_actions(self, actions: Iterable[Union[Mapping[str, Any], str]], *,
                     on_result: Optional[ResultCallback] = None,
@@ -848,9 +868,10 @@ class Indexer:
             toks = [self._token(on_result, contexts[k] if contexts is not None else None)
                     for k in range(len(ops))]
             submitted = True
-            return self._add_batch(ops, idx, idl, rtl, bl,
-                                   optl if any(optl) else None,
-                                   toks if any(t is not None for t in toks) else None)
+            n = self._add_batch(ops, idx, idl, rtl, bl, optl if any(optl) else None,
+                                toks if any(t is not None for t in toks) else None)
+            self._raise_deferred()
+            return n
         except BaseException:
             if not submitted:  # _add_batch forgets the tokens it did not add itself
                 for t in toks:
@@ -926,7 +947,7 @@ class Indexer:
                                 _at(a_tok, start), byref(accepted), err, len(err))
             start += accepted.value
             if rc == _clib.OK:
-                return n
+                return n  # its callers raise a deferred exception (add_many, add_actions)
             if rc == _clib.ERR_QUEUE_FULL and self._block:
                 self._wait_for_room()
                 continue

@@ -604,3 +604,38 @@ def test_add_of_an_action_dict_refuses_arguments_it_would_ignore(url, make_index
             ix.add({"_index": index, "_id": "1"}, {"n": 1})
         ix.add({"_index": index, "_id": "1", "n": 1}, context="c")
     assert [(r.id, r.context, r.ok) for r in res] == [("1", "c", True)]
+
+
+@pytest.mark.parametrize("how", ["add_many", "add", "add_actions"])
+def test_a_callback_raising_while_a_blocked_add_waits_does_not_cut_the_add(url, make_index,
+                                                                          how):
+    """block=True: add() serves callbacks while it waits for room. A callback
+    that raised there stopped the add midway: add_many raised the callback's
+    exception with no way to tell how many documents were added (10 of 50
+    here; added again, the rest would be duplicates). Now every document of
+    the call is added, then the exception is raised."""
+    index = make_index()
+    seen = []
+
+    def cb(r):
+        seen.append(r.id)
+        if len(seen) == 3:
+            raise RuntimeError("callback fails")
+    ids = [str(i) for i in range(50)]
+    ix = esbulk.Indexer(url, on_result=cb, block=True, buffer_max_docs=10, flush_docs=5)
+    with pytest.raises(RuntimeError, match="callback fails"):
+        if how == "add_many":
+            ix.add_many(index, [{"n": i} for i in range(50)], ids=ids,
+                        contexts=list(range(50)))
+        elif how == "add_actions":
+            ix.add_actions([{"_index": index, "_id": i, "n": 1} for i in ids])
+        else:
+            for i in ids:
+                ix.add(index, {"n": 1}, id=i, context=i)
+    if how == "add":  # the add that met it added its document; the rest go on
+        for i in ids[len(seen) + len(ix):]:
+            ix.add(index, {"n": 1}, id=i, context=i)
+    assert ix.close() == 0
+    assert sorted(seen, key=int) == ids  # each exactly once
+    assert not ix._tokens
+    assert count(index) == 50
