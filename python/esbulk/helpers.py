@@ -284,11 +284,19 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     for k in ("request_timeout", "timeout"):
         t = kwargs.pop(k, None)
         if t is not None:
-            if isinstance(t, str):  # "30s", "1m"
-                mult = {"ms": 0.001, "s": 1, "m": 60}
-                unit = t.rstrip("0123456789.")
-                t = float(t[:len(t) - len(unit)]) * mult.get(unit, 1)
-            conf["request.timeout.ms"] = max(1, int(float(t) * 1000))
+            if isinstance(t, str):  # "30s", "1m": the server's time units
+                num = t.strip().rstrip("abcdefghijklmnopqrstuvwxyz")
+                mult = _TIME_UNITS.get(t.strip()[len(num):])
+                try:
+                    if mult is None:
+                        raise ValueError
+                    t = float(num) * mult
+                except ValueError:
+                    raise ValueError("esbulk.helpers: %s=%r is not a time (a number of seconds, "
+                                     "or a number with d, h, m, s, ms, micros or nanos)"
+                                     % (k, t)) from None
+            # (at most the library's longest, an hour)
+            conf["request.timeout.ms"] = max(1, min(int(float(t) * 1000), 3600000))
     conf.update(kwargs.pop("esbulk_conf", None) or {})
     for k, v in conf.items():
         if conf_key(k) in _UNUSABLE_KEYS and v is not None and \
@@ -305,6 +313,11 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     # block: a full buffer (buffer.max.docs / .bytes, e.g. large documents in
     # the window's chunks) waits for room instead of raising QueueFullError
     return Indexer(block=True, **conf), index, inflight
+
+
+# the server's time units, in seconds ("" : seconds)
+_TIME_UNITS = {"": 1.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001,
+               "micros": 1e-6, "nanos": 1e-9}
 
 
 # libesbulk keys the helpers cannot work with, and the only value they take

@@ -599,3 +599,24 @@ def test_an_index_of_none_takes_the_default_index(client, make_index):
     assert [(ok, it["index"]["_index"]) for ok, it in got] == \
         [(ok, it["index"]["_index"]) for ok, it in peer_got] == [(True, index)] * 2
     assert helpers.bulk(client, acts, index=index) == (2, [])
+
+
+def test_timeout_strings_with_their_units(url, make_index, monkeypatch):
+    """timeout="30s" (opensearch-py passes it to client.bulk): every string
+    with a unit raised ValueError "could not convert string to float: ''"
+    (the unit was cut from the wrong end). Longer than the library's longest
+    (an hour) is an hour."""
+    index = make_index()
+    made = []
+
+    class Spy(esbulk.Indexer):
+        def __init__(self, *a, **kw):
+            made.append(kw.get("request.timeout.ms"))
+            super().__init__(*a, **kw)
+    monkeypatch.setattr(helpers, "Indexer", Spy)
+    for t, ms in (("30s", 30000), ("1m", 60000), ("500ms", 500), ("2h", 3600000),
+                  ("1.5s", 1500), ("10", 10000), (7, 7000)):
+        assert helpers.bulk(url, [{"_index": index, "_id": "1", "n": 1}], timeout=t) == (1, [])
+        assert made[-1] == ms, t
+    with pytest.raises(ValueError, match="timeout"):
+        helpers.bulk(url, [{"_index": index, "n": 1}], request_timeout="5 parsecs")
