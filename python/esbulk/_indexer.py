@@ -515,14 +515,23 @@ _EMPTY_ID_MSG = ("_id must not be empty (the server refuses an empty _id: if _id
 def _utf8(v: Any) -> Optional[bytes]:
     """An _id or routing as bytes: None stays None, str is encoded to UTF-8,
     bytes (bytearray, memoryview) are sent as they are (the library refuses
-    them if not UTF-8), anything else through str() (an int id)."""
+    them if not UTF-8), anything else as opensearch-py writes it into the
+    action line (an int id as its digits)."""
     if v is None:
         return None
     if isinstance(v, str):
         return v.encode("utf-8")
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v)
-    return str(v).encode("utf-8")
+    if type(v) is int:
+        return str(v).encode()
+    if isinstance(v, float):
+        return repr(v).encode()  # as json writes it
+    # as opensearch-py's serializer writes it in the action line: True as
+    # true, a datetime in ISO 8601, a Decimal as its float (TypeError for
+    # what it cannot serialize)
+    j = _dumps(v)
+    return json.loads(j).encode("utf-8") if j[:1] == b'"' else j
 
 
 def _encode_strs(v: Sequence[Any]) -> List[Optional[bytes]]:

@@ -620,3 +620,34 @@ def test_timeout_strings_with_their_units(url, make_index, monkeypatch):
         assert made[-1] == ms, t
     with pytest.raises(ValueError, match="timeout"):
         helpers.bulk(url, [{"_index": index, "n": 1}], request_timeout="5 parsecs")
+
+
+def test_ids_and_routings_that_are_not_str_are_written_as_opensearch_py_writes_them(
+        client, url, make_index):
+    """opensearch-py writes a non-str _id / routing into the action line with
+    its serializer: True as true, a datetime in ISO 8601, a Decimal as its
+    float. Ours took str(): "True", "2024-01-02 03:04:05", "1.10", so the
+    same actions made other documents (duplicates for a program that
+    switches)."""
+    import datetime
+    import decimal
+    vals = [True, datetime.datetime(2024, 1, 2, 3, 4, 5), decimal.Decimal("1.10"), 7, 1.5,
+            datetime.date(2024, 1, 2)]
+    want = ["true", "2024-01-02T03:04:05", "1.1", "7", "1.5", "2024-01-02"]
+    ids = {}
+    for name, h in (("peer", peer), ("esbulk", helpers)):
+        index = make_index(name)
+        acts = [{"_index": index, "_id": v, "_routing": v, "n": 1} for v in vals]
+        got = list(h.streaming_bulk(client, acts))
+        ids[name] = [it["index"]["_id"] for ok, it in got]
+        http("POST", "/%s/_refresh" % index)
+        st, body = http("GET", "/%s/_search?size=10" % index)
+        assert sorted(x["_routing"] for x in body["hits"]["hits"]) == sorted(want)
+    assert ids["esbulk"] == ids["peer"] == want
+    index = make_index("indexer")
+    res = []
+    with esbulk.Indexer(url, on_result=res.append) as ix:
+        for v in vals:
+            ix.add(index, {"n": 1}, id=v, routing=v)
+        ix.add_many(index, [{"n": 1}] * len(vals), ids=vals)
+    assert sorted(r.id for r in res) == sorted(want * 2)
