@@ -137,6 +137,10 @@ def client_conf(client: Any) -> Dict[str, str]:
                          or {}).items():
                 headers[k.lower()] = v
         kw = getattr(transport, "kwargs", {}) or {}
+        if isinstance(kw.get("timeout"), (int, float)) and kw["timeout"] > 0:
+            # the client's request timeout, when one was given (its default,
+            # 10 s, is not the library's 30 s: that one stays)
+            conf["request.timeout.ms"] = str(max(1, min(int(kw["timeout"] * 1000), 3600000)))
         if kw.get("verify_certs") is False:
             conf["tls.insecure"] = "true"
         for src, dst in (("ca_certs", "tls.ca.file"), ("client_cert", "tls.cert.file"),

@@ -651,3 +651,25 @@ def test_ids_and_routings_that_are_not_str_are_written_as_opensearch_py_writes_t
             ix.add(index, {"n": 1}, id=v, routing=v)
         ix.add_many(index, [{"n": 1}] * len(vals), ids=vals)
     assert sorted(r.id for r in res) == sorted(want * 2)
+
+
+def test_client_conf_reads_the_clients_timeout(url, make_index, monkeypatch):
+    """OpenSearch(..., timeout=120): opensearch-py's helpers wait that long
+    for each request; ours used the library's 30 s, so a slow cluster saw
+    its requests time out and be sent again. The timeout given to the client
+    is read (the library's default stays when none was); the helpers'
+    own timeout= wins."""
+    assert helpers.client_conf(OpenSearch([url], timeout=120))["request.timeout.ms"] == "120000"
+    assert "request.timeout.ms" not in helpers.client_conf(OpenSearch([url]))
+    index = make_index()
+    made = []
+
+    class Spy(esbulk.Indexer):
+        def __init__(self, *a, **kw):
+            made.append(str(kw.get("request.timeout.ms")))
+            super().__init__(*a, **kw)
+    monkeypatch.setattr(helpers, "Indexer", Spy)
+    acts = [{"_index": index, "_id": "1", "n": 1}]
+    assert helpers.bulk(OpenSearch([url], timeout=120), acts) == (1, [])
+    assert helpers.bulk(OpenSearch([url], timeout=120), acts, request_timeout=5) == (1, [])
+    assert made == ["120000", "5000"]
