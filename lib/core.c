@@ -26,6 +26,8 @@ typedef struct core_target_s {
     int inflight_unrouted; /* of which from unrouted destinations */
     int64_t down_until; /* > now: treated as down */
     int down_said;      /* its going down was logged, and it has not answered since */
+    int slow_said;      /* a request to it that timed out was logged, and it has not
+                           answered since */
     uint64_t requests, errors;
     int32_t lat[LAT_RING];
     int nlat, latpos;
@@ -1806,7 +1808,16 @@ static void answer_transport(esbulk__core_t *c, esbulk__send_t *s, const esbulk_
         break;
     }
     /* A node that refused, dropped or could not be reached is marked down;
-     * one that is only slow to answer (timeout after sending) is not. */
+     * one that is only slow to answer (timeout after sending) is not, and
+     * that is said once, until it answers again: its documents go again
+     * silently otherwise, for as long as their retries last. */
+    if (a->kind == ESBULK__ANS_TIMEOUT) {
+        esbulk__log(&c->log, s->target->slow_said ? ESBULK_LOG_DEBUG : ESBULK_LOG_WARNING, "io",
+                    "%s: no answer within request.timeout.ms (%lld ms): %zu document%s sent "
+                    "again (maybe applied)", why, (long long)c->cf.request_timeout_ms, s->ndocs,
+                    s->ndocs == 1 ? "" : "s");
+        s->target->slow_said = 1;
+    }
     if (a->kind == ESBULK__ANS_NOT_SENT || a->kind == ESBULK__ANS_BROKEN ||
         a->kind == ESBULK__ANS_TLS_VERIFY)
         mark_down(c, s->target, why, now);
@@ -1827,8 +1838,8 @@ void esbulk__core_answer(esbulk__core_t *c, esbulk__send_t *s, const esbulk__ans
     send_unlink(c, s);
     target_latency(s->target, now - s->start_ms);
     s->dest->used_ms = now;
-    if (a->kind == ESBULK__ANS_HTTP && s->target->down_said) {
-        s->target->down_said = 0;
+    if (a->kind == ESBULK__ANS_HTTP && (s->target->down_said || s->target->slow_said)) {
+        s->target->down_said = s->target->slow_said = 0;
         esbulk__log(&c->log, ESBULK_LOG_NOTICE, "io", "node %s answers again",
                     s->target->name ? s->target->name : s->target->url);
     }

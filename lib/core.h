@@ -73,6 +73,7 @@ typedef struct {
     int32_t retry_max;
     int64_t backoff_ms, backoff_max_ms;
     int64_t recheck_ms;         /* node.recheck.ms: a node marked down is tried again after */
+    int64_t request_timeout_ms; /* request.timeout.ms (said when a request times out) */
     int retry_cluster_block;
     int64_t refresh_ms;         /* topology.refresh.interval.ms: an index is re-read after (0: never) */
     int64_t unknown_recheck_ms; /* an index that does not exist (or failed) is asked again after */

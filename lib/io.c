@@ -659,6 +659,22 @@ static esbulk_err_t bulk_path(const esbulk_conf_t *conf, int want_index, int wan
         (esbulk__buf_adds(&path, "&refresh=") ||
          esbulk__buf_adds(&path, refresh == ESBULK__REFRESH_TRUE ? "true" : "wait_for")))
         goto nomem;
+    {
+        /* The server waits up to its bulk timeout (1m by default) for a
+         * primary that is not active (an index red), an index to be made
+         * or a mapping to be updated, holding the request; past
+         * request.timeout.ms the request is broken off, its documents
+         * maybe applied, and sent again, silently, for minutes. Asked to
+         * wait 5/6 of request.timeout.ms at most, the server answers
+         * first: each document its own 503 (unavailable_shards_exception,
+         * retried, then failed with that reason). */
+        char t[48];
+        int64_t ms = esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS) * 5 / 6;
+
+        snprintf(t, sizeof(t), "&timeout=%lldms", (long long)(ms > 0 ? ms : 1));
+        if (esbulk__buf_adds(&path, t) != ESBULK_OK)
+            goto nomem;
+    }
     *out = path.data;
     return ESBULK_OK;
 nomem:
@@ -693,6 +709,7 @@ static void core_conf(const esbulk_conf_t *conf, esbulk__core_conf_t *cf)
     cf->backoff_ms = esbulk__conf_int(conf, ESBULK__C_RETRY_BACKOFF_MS);
     cf->backoff_max_ms = esbulk__conf_int(conf, ESBULK__C_RETRY_BACKOFF_MAX_MS);
     cf->recheck_ms = esbulk__conf_int(conf, ESBULK__C_NODE_RECHECK_MS);
+    cf->request_timeout_ms = esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS);
     cf->retry_cluster_block = (int)esbulk__conf_int(conf, ESBULK__C_RETRY_ON_CLUSTER_BLOCK);
     cf->refresh_ms = esbulk__conf_int(conf, ESBULK__C_TOPOLOGY_REFRESH_MS);
     cf->unknown_recheck_ms = UNKNOWN_RECHECK_MS;

@@ -1216,6 +1216,41 @@ START_TEST(test_outages_said_once)
     while ((s = esbulk__core_next_send(fx.core, 1, now)) != NULL)
         answer_items(s, NULL, now);
     fx_close();
+
+    /* requests that time out: said once (it was never said), then again
+     * after the node answered */
+    {
+        said_t slow = {0, 0, 0, "no answer within request.timeout.ms"};
+
+        memset(&fx, 0, sizeof(fx));
+        cf.level = ESBULK__ROUTING_OFF;
+        cf.request_timeout_ms = 30000;
+        log.opaque = &slow;
+        fx.core = esbulk__core_new(&cf, &log, 42);
+        ck_assert_int_eq(esbulk__core_set_seeds(fx.core, SEEDS, 1), ESBULK_OK);
+        add(10, "t", now);
+        for (i = 0; i < 3; i++) {
+            s = must_send(1, now);
+            answer_kind(s, ESBULK__ANS_TIMEOUT, now);
+            now += cf.backoff_max_ms;
+            esbulk__core_tick(fx.core, now);
+        }
+        ck_assert_int_eq(slow.warnings, 1);
+        ck_assert_int_eq(slow.debugs, 2);
+        s = must_send(1, now);
+        answer_items(s, NULL, now);
+        expect(10, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+        add(11, "u", now);
+        s = must_send(1, now);
+        answer_kind(s, ESBULK__ANS_TIMEOUT, now);
+        ck_assert_int_eq(slow.warnings, 2); /* answered in between: said again */
+        now += cf.backoff_max_ms;
+        esbulk__core_tick(fx.core, now);
+        s = must_send(1, now);
+        answer_items(s, NULL, now);
+        expect(11, ESBULK_OUTCOME_INDEXED, ESBULK_OK, 201);
+        fx_close();
+    }
 }
 END_TEST
 

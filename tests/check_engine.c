@@ -1039,6 +1039,41 @@ START_TEST(test_answer_fields_asked)
                       "case %zu: %s", i, rec.path);
         ck_assert_msg((strstr(rec.path, "items.*.result") != NULL) == cases[i].result,
                       "case %zu: %s", i, rec.path);
+        /* the server is asked to answer before request.timeout.ms (30 s):
+         * within 5/6 of it */
+        ck_assert_msg(strstr(rec.path, "&timeout=25000ms") != NULL, "case %zu: %s", i, rec.path);
+        esbulk__buf_free(&rec.bodies);
+    }
+}
+END_TEST
+
+/* request.timeout.ms sets the bulk's timeout: the server answers (503 for
+ * a primary that is not active) before the request is broken off. */
+START_TEST(test_bulk_timeout_under_request_timeout)
+{
+    static const char *const set[] = {"6000", "1", "3600000"};
+    static const char *const want[] = {"&timeout=5000ms", "&timeout=1ms", "&timeout=3000000ms"};
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        esbulk_conf_t *conf = esbulk_conf_new();
+        recorder_t rec;
+        pthread_t th;
+        char url[64], errstr[256];
+        esbulk_t *eb;
+
+        recorder_start(&rec, &th, url, sizeof(url));
+        ck_assert_int_eq(esbulk_conf_set(conf, "urls", url, NULL, 0), 0);
+        ck_assert_int_eq(esbulk_conf_set(conf, "routing.level", "off", NULL, 0), 0);
+        ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", set[i], NULL, 0), 0);
+        eb = counted_handle(conf);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "idx", "a", 1, NULL, 0, "{}", 2, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_OK);
+        esbulk_flush(eb, 30000);
+        esbulk_destroy(eb);
+        recorder_stop(&rec, th);
+        ck_assert_msg(strstr(rec.path, want[i]) != NULL, "request.timeout.ms %s: %s", set[i],
+                      rec.path);
         esbulk__buf_free(&rec.bodies);
     }
 }
@@ -1886,6 +1921,7 @@ int main(void)
     tcase_add_test(handle, test_malloc_tune_raises);
     tcase_add_test(handle, test_malloc_tune_off);
     tcase_add_test(handle, test_answer_fields_asked);
+    tcase_add_test(handle, test_bulk_timeout_under_request_timeout);
     tcase_add_test(handle, test_full_buffer_sends_after_layout_wait);
     tcase_add_test(handle, test_add_batch_stops_at_first_failure);
     tcase_add_test(handle, test_blocking_add_unblocks);

@@ -418,6 +418,41 @@ static void gzip_and_ops(void)
     json_decref(st);
 }
 
+/* An index whose primary cannot be assigned (red): the server holds a bulk
+ * for it up to the bulk's timeout (1m by default), and request.timeout.ms
+ * broke the request off first, its documents sent again silently for
+ * minutes. Asked to answer within 5/6 of request.timeout.ms, the server
+ * answers each document 503 in time: it fails with the server's reason. */
+static void red_index(void)
+{
+    const char *kv[] = {"request.timeout.ms", "3000", "retry.max", "0", "flush.interval.ms", "10",
+                        NULL};
+    const char *path = "/it-eng-red";
+    long status;
+    int64_t t0, took;
+    esbulk_t *eb;
+
+    json_decref(req("DELETE", path, NULL, &status));
+    must_ok("PUT", "/it-eng-red?wait_for_active_shards=0",
+            "{\"settings\":{\"number_of_shards\":1,\"number_of_replicas\":0,"
+            "\"index.routing.allocation.require._name\":\"no-such-node\"}}");
+    seen_reset(1);
+    eb = handle(kv);
+    t0 = mono_ms();
+    add_or_die(eb, ESBULK_OP_INDEX, "it-eng-red", "r1", NULL, "{\"n\":1}", 0);
+    check(esbulk_flush(eb, 20000) == ESBULK_OK, "red index: flush returned in time");
+    took = mono_ms() - t0;
+    esbulk_destroy(eb);
+    must_ok("DELETE", path, NULL); /* the cluster green again for the others */
+    check(seen[0].results == 1 && seen[0].outcome == ESBULK_OUTCOME_FAILED &&
+              seen[0].status == 503 && strstr(seen[0].error_type, "unavailable_shards") != NULL,
+          "red index: the document failed with the server's 503 (outcome %d, status %d, %s: "
+          "%.120s)", (int)seen[0].outcome, (int)seen[0].status, seen[0].error_type,
+          seen[0].reason);
+    check(took < 2900, "red index: answered in %lld ms, before request.timeout.ms (3000)",
+          (long long)took);
+}
+
 static int stats_calls, stats_bad;
 
 static void on_stats(esbulk_t *eb, const char *json, size_t len, void *opaque)
@@ -1070,6 +1105,7 @@ int main(int argc, char **argv)
                 volume(levels[l], modes[m], 25000);
         mapping_errors();
         request_refusals();
+        red_index();
         per_id_ordering();
         gzip_and_ops();
         failures_only_and_stats();
