@@ -238,6 +238,11 @@ class _Chunk:
 
 _OPTS = {"if_seq_no", "if_primary_term", "version", "version_type", "pipeline",
          "retry_on_conflict", "require_alias"}
+# Meta keys expand_action takes (as opensearch-py's) that the server no
+# longer knows: it refuses the whole request ("Action/metadata line [1]
+# contains an unknown parameter [parent]"). Dropped, a parent's child went
+# to another shard than the one asked for: such an action is a 400 item.
+_UNKNOWN_META = ("parent", "_percolate", "_timestamp")
 
 
 def _window(ix: Indexer, chunk_size: int, inflight: int) -> Tuple[int, bool]:
@@ -531,6 +536,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     # the most actions a chunk holds: chunk_size, or as opensearch-py's
     # chunker, no limit but max_chunk_bytes when it is below 1 (each action
     # counts 32 bytes at least, below)
+    if chunk_size is None:  # as opensearch-py's chunker: no limit
+        chunk_size = 0
     per_chunk = int(chunk_size) if chunk_size >= 1 else max(1, int(max_chunk_bytes) // 32 + 1)
     ix, default_index, inflight = _indexer_for(client, per_chunk, max_chunk_bytes, max_retries,
                                                kwargs, meta=not counts)
@@ -609,6 +616,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                             raise ValueError("action %d: %s" % (first + k, why))
                         r = m.get("routing")
                         routings.append(_utf8(r))
+                        unknown = [u for u in _UNKNOWN_META if u in m]
+                        if unknown:
+                            pre[k] = (_clib.ERR_INVALID_ARG, "Action/metadata line [1] contains "
+                                      "an unknown parameter [%s]" % unknown[0],
+                                      "illegal_argument_exception")
                         o = {k2: m[k2] for k2 in _OPTS if m.get(k2) is not None and
                              k2 not in _IGNORED_OPTS[op_types[k]]}
                         if o:

@@ -449,7 +449,7 @@ def test_an_empty_id_is_refused_not_given_a_generated_one(client, url, make_inde
     assert count(index) == 3
 
 
-@pytest.mark.parametrize("chunk_size", [0, -1])
+@pytest.mark.parametrize("chunk_size", [0, -1, None])
 def test_a_chunk_size_below_one_puts_no_limit_on_a_chunk(client, make_index, chunk_size):
     """opensearch-py's chunker cuts a chunk at chunk_size actions only when
     it is reached: 0 or less is no limit (max_chunk_bytes alone cuts). Ours
@@ -462,6 +462,29 @@ def test_a_chunk_size_below_one_puts_no_limit_on_a_chunk(client, make_index, chu
         [(ok, it["index"]["_id"]) for ok, it in peer_got] == [(True, str(i)) for i in range(50)]
     assert helpers.bulk(client, acts, chunk_size=chunk_size, max_chunk_bytes=1000) == (50, [])
     assert count(index) == 50
+
+
+def test_meta_keys_the_server_no_longer_knows_fail_their_document(client, make_index):
+    """_parent / parent, _percolate and _timestamp are meta keys to
+    opensearch-py's expand_action, and the server refuses a request with
+    them ("contains an unknown parameter"): opensearch-py's whole chunk
+    fails. Ours dropped them silently, so a parent's child was indexed, routed
+    by its own _id rather than its parent's. Each is now a 400 item of its
+    own; the other documents of the chunk are indexed."""
+    index = make_index()
+    acts = [{"_index": index, "_id": "1", "n": 1},
+            {"_index": index, "_id": "2", "_parent": "1", "n": 2},
+            {"_index": index, "_id": "3", "parent": "1", "n": 3},
+            {"_index": index, "_id": "4", "_percolate": "*", "n": 4},
+            {"_index": index, "_id": "5", "_timestamp": 1, "n": 5},
+            {"_index": index, "_id": "6", "n": 6}]
+    got = list(helpers.streaming_bulk(client, acts, raise_on_error=False))
+    assert [ok for ok, _ in got] == [True, False, False, False, False, True], got
+    for ok, item in got[1:5]:
+        it = item["index"]
+        assert it["status"] == 400 and it["error"]["type"] == "illegal_argument_exception", it
+        assert "unknown parameter" in it["error"]["reason"], it
+    assert count(index) == 2
 
 
 def test_an_undelivered_document_raises_the_peers_connection_error():
