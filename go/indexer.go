@@ -209,7 +209,7 @@ var fieldOf = map[string]string{
 	"tls.insecure": "InsecureSkipVerify", "routing.level": "RoutingLevel", "retry.max": "RetryMax",
 	"retry.backoff.ms": "RetryBackoff", "retry.backoff.max.ms": "RetryBackoffMax",
 	"delivery.timeout.ms": "DeliveryTimeout", "buffer.max.bytes": "BufferMaxBytes",
-	"buffer.max.docs": "BufferMaxDocs",
+	"buffer.max.docs": "BufferMaxDocs", "request.timeout.ms": "Timeout",
 }
 
 // settings turns the config into libesbulk keys and values, in order.
@@ -301,6 +301,17 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	}
 	if cfg.BufferMaxDocs > 0 {
 		set("buffer.max.docs", strconv.FormatInt(cfg.BufferMaxDocs, 10))
+	}
+	if cfg.Timeout < 0 {
+		return nil, &Error{Code: ErrCodeInvalidArg,
+			Reason: "BulkIndexerConfig.Timeout " + cfg.Timeout.String() + " is negative (0 for the default, 30 s)"}
+	}
+	if cfg.Timeout > 0 {
+		if _, ok := cfg.Config["request.timeout.ms"]; ok {
+			return nil, &Error{Code: ErrCodeInvalidArg,
+				Reason: "BulkIndexerConfig.Timeout and Config[\"request.timeout.ms\"] are both set: set one"}
+		}
+		set("request.timeout.ms", ms(cfg.Timeout))
 	}
 	// Every item's SeqNo, PrimTerm and Version, as esutil's BulkIndexer gives
 	// them (Config["result.meta"] = "false" spares the server writing them).

@@ -223,6 +223,13 @@ type BulkIndexerConfig struct {
 	Refresh string
 	// Routing is the default routing of items that have none.
 	Routing string
+	// Timeout is the time allowed for each request, from connecting to the
+	// last byte of the answer (request.timeout.ms; the library asks the
+	// server to answer a bulk request within 5/6 of it). 0 keeps the
+	// library's default, 30 s; below 1 ms counts as 1 ms; negative is
+	// refused, and so is a Timeout with Config["request.timeout.ms"] set
+	// too (one of the two).
+	Timeout time.Duration
 
 	// Addresses are the seed URLs of the cluster (urls), such as
 	// "http://127.0.0.1:9200".

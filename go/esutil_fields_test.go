@@ -1,0 +1,101 @@
+package esbulk_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	esbulk "github.com/libesbulk/libesbulk/go"
+)
+
+// closeWithin closes bi, giving it d.
+func closeWithin(t *testing.T, bi esbulk.BulkIndexer, d time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return bi.Close(ctx)
+}
+
+// Timeout is request.timeout.ms: a bulk request through a proxy asks the
+// server to answer within 5/6 of it (the timeout parameter). Negative, and
+// Timeout with Config["request.timeout.ms"] too, are refused.
+func TestConfigTimeout(t *testing.T) {
+	for _, cfg := range []esbulk.BulkIndexerConfig{
+		{Addresses: []string{clusterURL()}, Timeout: -time.Second},
+		{Addresses: []string{clusterURL()}, Timeout: time.Second,
+			Config: map[string]string{"request.timeout.ms": "1000"}},
+	} {
+		bi, err := esbulk.NewBulkIndexer(cfg)
+		var e *esbulk.Error
+		if err == nil {
+			_ = closeWithin(t, bi, time.Second)
+			t.Errorf("Timeout %v, Config %v: accepted", cfg.Timeout, cfg.Config)
+		} else if !errors.As(err, &e) || e.Code != esbulk.ErrCodeInvalidArg || !strings.Contains(e.Reason, "Timeout") {
+			t.Errorf("Timeout %v, Config %v: %v, want an invalid-argument *Error naming Timeout", cfg.Timeout, cfg.Config, err)
+		}
+	}
+
+	target, _ := url.Parse(clusterURL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	var timeouts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/_bulk") {
+			mu.Lock()
+			timeouts = append(timeouts, r.URL.Query().Get("timeout"))
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	index := uniqueIndex("go-esbulk-timeout")
+	freshIndex(t, index, "")
+	defer call(t, "DELETE", "/"+index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
+		Addresses: []string{srv.URL}, Index: index, Timeout: 12 * time.Second,
+		// the proxy is the only address
+		Config: map[string]string{"topology.discovery": "false"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(3)
+	for k := 0; k < 3; k++ {
+		k := k
+		if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(k),
+			Body: strings.NewReader(`{"n":1}`),
+			OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
+				ty.onSuccess(k)
+			},
+			OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+				ty.onFailure(k, r, err)
+			}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := closeWithin(t, bi, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ty.exactlyOnce(t, nil)
+	if ty.ok.Load() != 3 {
+		t.Errorf("%d of 3 indexed: %v", ty.ok.Load(), ty.failures)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(timeouts) == 0 {
+		t.Fatal("no bulk request went through the proxy")
+	}
+	for _, v := range timeouts {
+		if v != "10000ms" {
+			t.Errorf("bulk request timeout=%q, want 10000ms (5/6 of Timeout 12 s)", v)
+		}
+	}
+}
