@@ -3,6 +3,7 @@ package esbulk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -97,5 +98,59 @@ func TestConfigTimeout(t *testing.T) {
 		if v != "10000ms" {
 			t.Errorf("bulk request timeout=%q, want 10000ms (5/6 of Timeout 12 s)", v)
 		}
+	}
+}
+
+// RequireAlias in the config applies to every item: an item whose index is
+// a name that is no alias (and no index) fails, and no index is created;
+// an item that names an alias is indexed.
+func TestConfigRequireAlias(t *testing.T) {
+	index := uniqueIndex("go-esbulk-reqalias")
+	alias := index + "-alias"
+	missing := index + "-missing"
+	freshIndex(t, index, "")
+	defer call(t, "DELETE", "/"+index, "")
+	call(t, "DELETE", "/"+missing, "")
+	defer call(t, "DELETE", "/"+missing, "")
+	if st, b := call(t, "PUT", "/"+index+"/_alias/"+alias, ""); st != 200 {
+		t.Fatalf("alias: %d %s", st, b)
+	}
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
+		Addresses: []string{clusterURL()}, RequireAlias: true,
+		Config: map[string]string{"retry.max": "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(2)
+	for k, ix := range []string{missing, alias} {
+		k := k
+		if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Index: ix, DocumentID: "1",
+			Body: strings.NewReader(`{"n":1}`),
+			OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
+				ty.onSuccess(k)
+			},
+			OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+				ty.onFailure(k, r, err)
+			}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := closeWithin(t, bi, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ty.exactlyOnce(t, nil)
+	f, failed := ty.failures[0]
+	if !failed {
+		t.Errorf("%s (no alias) with RequireAlias in the config: indexed", missing)
+	} else if why := fmt.Sprintf("%+v %v", f.resp.Error, f.err); !strings.Contains(why, "index_not_found") &&
+		!strings.Contains(why, "require_alias") {
+		t.Errorf("%s: failed with %s, want index_not_found or require_alias", missing, why)
+	}
+	if _, failed := ty.failures[1]; failed {
+		t.Errorf("%s (an alias): failed: %+v", alias, ty.failures[1])
+	}
+	if st, b := call(t, "GET", "/"+missing, ""); st != 404 {
+		t.Errorf("GET /%s: %d %s, want 404 (no index created)", missing, st, b)
 	}
 }

@@ -448,7 +448,7 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 		flags |= C.ESBGO_SEQ_NO
 		seqNo, primTerm = C.int64_t(*item.IfSeqNo), C.int64_t(*item.IfPrimaryTerm)
 	}
-	if item.RequireAlias {
+	if item.RequireAlias || b.cfg.RequireAlias {
 		flags |= C.ESBGO_REQUIRE_ALIAS
 	}
 	// on other actions ignored, as esutil does (and the server)

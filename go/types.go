@@ -223,6 +223,10 @@ type BulkIndexerConfig struct {
 	Refresh string
 	// Routing is the default routing of items that have none.
 	Routing string
+	// RequireAlias is the default of the items' RequireAlias: true makes
+	// every item require an alias (an item cannot turn it off; with false
+	// each item's own RequireAlias holds).
+	RequireAlias bool
 	// Timeout is the time allowed for each request, from connecting to the
 	// last byte of the answer (request.timeout.ms; the library asks the
 	// server to answer a bulk request within 5/6 of it). 0 keeps the
