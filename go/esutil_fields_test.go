@@ -154,3 +154,66 @@ func TestConfigRequireAlias(t *testing.T) {
 		t.Errorf("GET /%s: %d %s, want 404 (no index created)", missing, st, b)
 	}
 }
+
+// countingLogger is a BulkIndexerDebugLogger that counts its lines.
+type countingLogger struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *countingLogger) Printf(format string, args ...interface{}) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+func (l *countingLogger) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// DebugLogger gets the library's log lines: against a port nobody listens
+// on, the warning that says so, and debug lines (log.level is raised).
+func TestDebugLogger(t *testing.T) {
+	addr := closedPort(t)
+	host := strings.TrimPrefix(addr, "http://")
+	var _ esbulk.BulkIndexerDebugLogger = (*countingLogger)(nil)
+	lg := &countingLogger{}
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{addr}, DebugLogger: lg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Index: "go-esbulk-nowhere",
+		DocumentID: "1", Body: strings.NewReader(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	found := func() (warn, debug bool) {
+		for _, l := range lg.snapshot() {
+			if strings.HasPrefix(l, "esbulk warning ") && strings.Contains(l, host) {
+				warn = true
+			}
+			if strings.HasPrefix(l, "esbulk debug ") {
+				debug = true
+			}
+		}
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if w, d := found(); w && d {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = closeWithin(t, bi, 300*time.Millisecond)
+	lines := lg.snapshot()
+	if len(lines) == 0 {
+		t.Fatal("DebugLogger got no line")
+	}
+	if w, _ := found(); !w {
+		t.Errorf("no warning naming %s in %d lines: %q", host, len(lines), lines)
+	}
+	if _, d := found(); !d {
+		t.Errorf("no debug line in %d lines: %q", len(lines), lines)
+	}
+}

@@ -313,6 +313,10 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 		}
 		set("request.timeout.ms", ms(cfg.Timeout))
 	}
+	if cfg.DebugLogger != nil {
+		// every line the handle makes (Config["log.level"] may lower it)
+		set("log.level", strconv.Itoa(LogDebug))
+	}
 	// Every item's SeqNo, PrimTerm and Version, as esutil's BulkIndexer gives
 	// them (Config["result.meta"] = "false" spares the server writing them).
 	set("result.meta", "true")

@@ -42,6 +42,7 @@ import "C"
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -95,18 +96,42 @@ const (
 )
 
 // takeLog hands the library's log lines kept since the last pull to
-// OnLog, on this goroutine (the library never calls into Go). Without
-// OnLog they stay in the handle, which keeps the last 64.
+// OnLog and DebugLogger, on this goroutine (the library never calls into
+// Go). Without either they stay in the handle, which keeps the last 64.
 func (d *drainer) takeLog() {
-	onLog := d.b.cfg.OnLog
-	if onLog == nil {
+	onLog, dl := d.b.cfg.OnLog, d.b.cfg.DebugLogger
+	if onLog == nil && dl == nil {
 		return
 	}
 	var level C.int32_t
 	for C.esbulk_log_take(d.b.eb, &level, d.logFac, logFacilityBytes, d.logMsg, logMessageBytes) == 1 {
 		lv, fac, msg := int(level), C.GoString(d.logFac), C.GoString(d.logMsg)
-		d.b.userCode(func() { onLog(lv, fac, msg) })
+		d.b.userCode(func() {
+			if dl != nil {
+				dl.Printf("esbulk %s %s: %s\n", levelName(lv), fac, msg)
+			}
+			if onLog != nil {
+				onLog(lv, fac, msg)
+			}
+		})
 	}
+}
+
+// levelName is the syslog name of a log level ("warning").
+func levelName(level int) string {
+	switch level {
+	case LogErr:
+		return "err"
+	case LogWarning:
+		return "warning"
+	case LogNotice:
+		return "notice"
+	case LogInfo:
+		return "info"
+	case LogDebug:
+		return "debug"
+	}
+	return "level" + strconv.Itoa(level)
 }
 
 // pull takes one batch (waiting up to wait for the first result), releases

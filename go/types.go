@@ -200,12 +200,21 @@ type BulkIndexerConfig struct {
 	// OnLog gets libesbulk's log lines on the result goroutine, as results
 	// are pulled: warnings such as a node that cannot be reached and is
 	// marked down, or a cluster or index that cannot be read, and notices
-	// (at most log.level, default LogInfo). level is one of LogErr,
-	// LogWarning, LogNotice, LogInfo, LogDebug; facility a short word such
-	// as "topology". nil: the lines are dropped (the handle keeps the last
-	// 64 it was not asked for). The library never calls into Go: the lines
+	// (at most log.level, default LogInfo, LogDebug with DebugLogger set).
+	// level is one of LogErr, LogWarning, LogNotice, LogInfo, LogDebug;
+	// facility a short word such as "topology". nil (and no DebugLogger):
+	// the lines are dropped (the handle keeps the last 64 it was not asked
+	// for). The library never calls into Go: the lines
 	// wait in the handle until this goroutine takes them.
 	OnLog func(level int, facility, message string)
+	// DebugLogger, as esutil's, gets every log line of the library's
+	// handle, debug lines included: setting it sets log.level to LogDebug
+	// (7; Config["log.level"], applied after, still wins), so that OnLog,
+	// when set too, gets the debug lines as well. Each line is one Printf
+	// call, "esbulk <level> <facility>: <message>\n", on the result
+	// goroutine, as results are pulled (as OnLog: the library never calls
+	// into Go).
+	DebugLogger BulkIndexerDebugLogger
 	// OnFlushStart and OnFlushEnd are called around each Flush and around
 	// the flush of Close (libesbulk sends its requests by itself, per
 	// node: there is no per-request hook). OnFlushStart gets the ctx of
@@ -312,6 +321,12 @@ type BulkIndexerStats struct {
 	BufferMaxDocs int64
 	// Nodes holds one entry per HTTP endpoint used or known.
 	Nodes []NodeStats
+}
+
+// BulkIndexerDebugLogger is the interface of BulkIndexerConfig.DebugLogger,
+// as esutil's (a *log.Logger is one).
+type BulkIndexerDebugLogger interface {
+	Printf(string, ...interface{})
 }
 
 // NodeStats are the figures of one node (or seed URL).
