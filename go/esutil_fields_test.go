@@ -217,3 +217,40 @@ func TestDebugLogger(t *testing.T) {
 		t.Errorf("no debug line in %d lines: %q", len(lines), lines)
 	}
 }
+
+// FlushedBytes is the bytes of the bulk bodies sent, uncompressed: at
+// least every document's body and newline, at most that plus an action
+// line of 300 bytes each; with gzip the same.
+func TestFlushedBytes(t *testing.T) {
+	index := uniqueIndex("go-esbulk-flushedbytes")
+	freshIndex(t, index, "")
+	defer call(t, "DELETE", "/"+index, "")
+	for _, comp := range []string{"none", "gzip"} {
+		bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
+			Addresses: []string{clusterURL()}, Index: index,
+			Config: map[string]string{"compression": comp},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 200
+		body := `{"msg":"` + strings.Repeat("x", 500) + `"}`
+		for k := 0; k < n; k++ {
+			if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: comp + strconv.Itoa(k),
+				Body: strings.NewReader(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := closeWithin(t, bi, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		st := bi.Stats()
+		if st.NumFlushed != n {
+			t.Fatalf("%s: %d of %d indexed", comp, st.NumFlushed, n)
+		}
+		lo, hi := uint64(n*(len(body)+1)), uint64(n*(len(body)+1+300))
+		if st.FlushedBytes < lo || st.FlushedBytes > hi {
+			t.Errorf("%s: FlushedBytes %d, want %d to %d", comp, st.FlushedBytes, lo, hi)
+		}
+	}
+}

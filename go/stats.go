@@ -14,6 +14,7 @@ import (
 
 type statsJSON struct {
 	Requests uint64 `json:"requests"`
+	BytesRaw uint64 `json:"bytes_uncompressed"`
 	Retried  uint64 `json:"retried"`
 	Pending  int64  `json:"pending"`
 	MaxDocs  int64  `json:"buffer_max_docs"`
@@ -62,6 +63,7 @@ func (b *indexer) Stats() BulkIndexerStats {
 	var sj statsJSON
 	if raw != nil && json.Unmarshal(raw, &sj) == nil {
 		st.NumRequests = sj.Requests
+		st.FlushedBytes = sj.BytesRaw
 		st.NumRetried = sj.Retried
 		st.BufferMaxDocs = sj.MaxDocs
 		for _, n := range sj.Nodes {

@@ -312,6 +312,10 @@ type BulkIndexerStats struct {
 	NumUpdated  uint64 // successes of "update" items
 	NumDeleted  uint64 // successes of "delete" items
 	NumRequests uint64 // bulk requests sent
+	// FlushedBytes is the bytes of the bulk request bodies sent,
+	// uncompressed (libesbulk's bytes_uncompressed, whatever compression
+	// says): a request sent again (a retry) counts again.
+	FlushedBytes uint64
 
 	NumRetried  uint64 // retries scheduled
 	NumPossibly uint64 // items whose outcome is not known (OutcomePossibly)
