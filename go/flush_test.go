@@ -288,13 +288,15 @@ func cpuTime() time.Duration {
 // goes to OnFlushEnd only.
 func TestFlushStartContextKeepsDeadline(t *testing.T) {
 	type key struct{}
-	var ended atomic.Value
+	// OnFlushEnd runs on the result goroutine as the flush ends, which
+	// may be after Flush or Close returned on its deadline
+	ended := make(chan interface{}, 4)
 	zero := 0
 	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{silentListener(t)},
 		OnFlushStart: func(context.Context) context.Context {
 			return context.WithValue(context.Background(), key{}, "span")
 		},
-		OnFlushEnd: func(ctx context.Context) { ended.Store(ctx.Value(key{})) },
+		OnFlushEnd: func(ctx context.Context) { ended <- ctx.Value(key{}) },
 		// without the fix, a wait of one request timeout, not minutes
 		RetryMax: &zero, Config: map[string]string{"request.timeout.ms": "5000"}})
 	if err != nil {
@@ -315,8 +317,13 @@ func TestFlushStartContextKeepsDeadline(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || el > 2*time.Second {
 			t.Errorf("close=%v with a 300 ms deadline: %v after %v", closing, err, el)
 		}
-		if v := ended.Load(); v != "span" {
-			t.Errorf("close=%v: OnFlushEnd got %v, want OnFlushStart's context", closing, v)
+		select {
+		case v := <-ended:
+			if v != "span" {
+				t.Errorf("close=%v: OnFlushEnd got %v, want OnFlushStart's context", closing, v)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("close=%v: OnFlushEnd not called", closing)
 		}
 	}
 	ty.exactlyOnce(t, nil)
