@@ -336,18 +336,25 @@ func TestRefusals(t *testing.T) {
 func addN(t *testing.T, bi esbulk.BulkIndexer, ty *tally, n int) {
 	t.Helper()
 	for k := 0; k < n; k++ {
-		err := bi.Add(context.Background(), esbulk.BulkIndexerItem{
-			Index: "go-esbulk-nowhere", DocumentID: strconv.Itoa(k), Body: bytes.NewReader([]byte(`{"a":1}`)),
-			OnSuccess: func(_ context.Context, item esbulk.BulkIndexerItem, _ esbulk.BulkIndexerResponseItem) {
-				ty.onSuccess(idOf(item))
-			},
-			OnFailure: func(_ context.Context, item esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
-				ty.onFailure(idOf(item), r, err)
-			},
-		})
-		if err != nil {
-			t.Fatalf("add %d: %v", k, err)
-		}
+		addTallied(t, bi, ty, k, "go-esbulk-nowhere", strconv.Itoa(k))
+	}
+}
+
+// addTallied adds one document as item k of ty, its callbacks counted as
+// k's (index "": the indexer's own).
+func addTallied(t *testing.T, bi esbulk.BulkIndexer, ty *tally, k int, index, id string) {
+	t.Helper()
+	err := bi.Add(context.Background(), esbulk.BulkIndexerItem{
+		Index: index, DocumentID: id, Body: bytes.NewReader([]byte(`{"a":1}`)),
+		OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
+			ty.onSuccess(k)
+		},
+		OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+			ty.onFailure(k, r, err)
+		},
+	})
+	if err != nil {
+		t.Fatalf("add %d: %v", k, err)
 	}
 }
 

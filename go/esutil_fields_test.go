@@ -70,17 +70,7 @@ func TestConfigTimeout(t *testing.T) {
 	}
 	ty := newTally(3)
 	for k := 0; k < 3; k++ {
-		k := k
-		if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{DocumentID: strconv.Itoa(k),
-			Body: strings.NewReader(`{"n":1}`),
-			OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
-				ty.onSuccess(k)
-			},
-			OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
-				ty.onFailure(k, r, err)
-			}}); err != nil {
-			t.Fatal(err)
-		}
+		addTallied(t, bi, ty, k, "", strconv.Itoa(k))
 	}
 	if err := closeWithin(t, bi, 60*time.Second); err != nil {
 		t.Fatal(err)
@@ -124,17 +114,7 @@ func TestConfigRequireAlias(t *testing.T) {
 	}
 	ty := newTally(2)
 	for k, ix := range []string{missing, alias} {
-		k := k
-		if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Index: ix, DocumentID: "1",
-			Body: strings.NewReader(`{"n":1}`),
-			OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
-				ty.onSuccess(k)
-			},
-			OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
-				ty.onFailure(k, r, err)
-			}}); err != nil {
-			t.Fatal(err)
-		}
+		addTallied(t, bi, ty, k, ix, "1")
 	}
 	if err := closeWithin(t, bi, 60*time.Second); err != nil {
 		t.Fatal(err)
