@@ -290,8 +290,14 @@ ESBULK_EXTERN const char *esbulk_result_index(const esbulk_result_t *result);
 ESBULK_EXTERN const char *esbulk_result_id(const esbulk_result_t *result);
 ESBULK_EXTERN int32_t esbulk_result_status(const esbulk_result_t *result); /* item HTTP status, 0 if none */
 ESBULK_EXTERN const char *esbulk_result_error_type(const esbulk_result_t *result);
-/* The server's reason, or the library's own explanation. */
+/* The server's reason, or the library's own explanation. When the server's
+ * error has a caused_by, the reason ends with " (caused by <type>: <reason>)"
+ * of it (<type> "error" when it has none), and the two accessors below give
+ * that type and reason apart (NULL when there is no cause; the type also
+ * when the cause has none). */
 ESBULK_EXTERN const char *esbulk_result_error_reason(const esbulk_result_t *result);
+ESBULK_EXTERN const char *esbulk_result_error_cause_type(const esbulk_result_t *result);
+ESBULK_EXTERN const char *esbulk_result_error_cause_reason(const esbulk_result_t *result);
 /* "created", "updated", "deleted", "noop", "not_found" */
 ESBULK_EXTERN const char *esbulk_result_result(const esbulk_result_t *result);
 ESBULK_EXTERN int64_t esbulk_result_seq_no(const esbulk_result_t *result);

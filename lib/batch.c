@@ -101,7 +101,8 @@ void esbulk__queue_append(esbulk__queue_t *dst, esbulk__queue_t *src)
 }
 
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
-                             int32_t status, const char *error_type, const char *reason)
+                             int32_t status, const char *error_type, const char *reason,
+                             const char *cause_type, const char *cause_reason)
 {
     esbulk__doc_more_t *m = d->more;
 
@@ -114,8 +115,13 @@ void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_
         return;
     free(m->error_type);
     free(m->error_reason);
+    free(m->cause_type);
+    free(m->cause_reason);
     m->error_type = error_type ? esbulk__strdup(error_type) : NULL;
     m->error_reason = reason ? esbulk__strdup(reason) : NULL;
+    /* a cause without its reason would be a cause of nothing */
+    m->cause_reason = cause_reason && m->error_reason ? esbulk__strdup(cause_reason) : NULL;
+    m->cause_type = cause_type && m->cause_reason ? esbulk__strdup(cause_type) : NULL;
 }
 
 esbulk__doc_more_t *esbulk__doc_more(esbulk__doc_t *d)

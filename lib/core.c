@@ -169,10 +169,11 @@ static uint32_t rnd32(esbulk__core_t *c)
 }
 
 static void deliver(esbulk__core_t *c, esbulk__doc_t *d, esbulk_outcome_t outcome,
-                    esbulk_err_t err, int32_t status, const char *type, const char *reason)
+                    esbulk_err_t err, int32_t status, const char *type, const char *reason,
+                    const char *cause_type, const char *cause_reason)
 {
     /* a success with nothing more to say copies and frees nothing there */
-    esbulk__doc_set_outcome(d, outcome, err, status, type, reason);
+    esbulk__doc_set_outcome(d, outcome, err, status, type, reason, cause_type, cause_reason);
     switch (outcome) {
     case ESBULK_OUTCOME_INDEXED: c->counts.indexed++; break;
     case ESBULK_OUTCOME_FAILED: c->counts.failed++; break;
@@ -651,7 +652,7 @@ static void route_place(esbulk__core_t *c, esbulk__doc_t *doc, dest_t *dest, ix_
     }
     if (dest == NULL) {
         deliver(c, doc, ESBULK_OUTCOME_FAILED, ESBULK_ERR_NOMEM, 0, NULL,
-                "out of memory while routing");
+                "out of memory while routing", NULL, NULL);
         return;
     }
     dest_push_since(c, dest, doc, front, since, now);
@@ -1150,7 +1151,8 @@ static void retry_buckets_drop(esbulk__core_t *c, size_t i, size_t n)
 
 static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc, int ambiguous,
                              esbulk_err_t err, int32_t status, const char *type,
-                             const char *reason, int64_t now)
+                             const char *reason, const char *cause_type,
+                             const char *cause_reason, int64_t now)
 {
     esbulk__retry_decision_t dec;
     char why[512];
@@ -1159,7 +1161,8 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
     if (ambiguous && doc->id == NULL) {
         snprintf(why, sizeof(why), "%s; the document has no _id, so a retry could index it "
                  "twice", reason ? reason : "request failed after it was sent");
-        deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why);
+        deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why, cause_type,
+                cause_reason);
         return;
     }
     doc->ambiguous = doc->ambiguous || ambiguous;
@@ -1169,7 +1172,7 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
         /* the attempt's error, for the outcome should no later attempt
          * answer (closed or expired while waiting: deliver_unsent) */
         esbulk__doc_set_outcome(doc, doc->outcome, err, doc->status, type,
-                                reason ? reason : "failed");
+                                reason ? reason : "failed", cause_type, cause_reason);
         /* its lines leave the shared block: a retry may wait long */
         esbulk__doc_own_lines(doc);
         doc->retry_at_ms = at;
@@ -1191,7 +1194,7 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
             return;
         c->counts.retried--;
         deliver(c, doc, doc->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
-                ESBULK_ERR_NOMEM, status, type, "out of memory queuing its retry");
+                ESBULK_ERR_NOMEM, status, type, "out of memory queuing its retry", NULL, NULL);
         return;
     }
     snprintf(why, sizeof(why), "%s after %d attempt%s: %s",
@@ -1200,7 +1203,7 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
     deliver(c, doc, doc->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED,
             dec == ESBULK__RETRY_GIVE_UP_MAX ? ESBULK_ERR_RETRIES_EXHAUSTED
                                              : ESBULK_ERR_DELIVERY_TIMEOUT,
-            status, type, why);
+            status, type, why, cause_type, cause_reason);
 }
 
 /* Moves retries that are due back into their destinations, first in line
@@ -1254,6 +1257,12 @@ static void deliver_unsent(esbulk__core_t *c, esbulk__doc_t *d, esbulk_err_t err
     char why[1024], type[128];
     const char *t = NULL, *last_reason = ESBULK__DOC_MORE(d, error_reason);
     const char *last_type = ESBULK__DOC_MORE(d, error_type);
+    /* copied: deliver frees d's own (NULL for want of memory: the reason
+     * still says it) */
+    const char *last_ct = ESBULK__DOC_MORE(d, cause_type),
+               *last_cr = ESBULK__DOC_MORE(d, cause_reason);
+    char *ct = last_ct != NULL ? esbulk__strdup(last_ct) : NULL,
+         *cr = last_cr != NULL ? esbulk__strdup(last_cr) : NULL;
 
     if (last_reason != NULL) {
         snprintf(why, sizeof(why), "%s; its last attempt: %s", what, last_reason);
@@ -1265,7 +1274,9 @@ static void deliver_unsent(esbulk__core_t *c, esbulk__doc_t *d, esbulk_err_t err
         t = type;
     }
     deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED, err, d->status,
-            t, what);
+            t, what, cr != NULL ? ct : NULL, cr);
+    free(ct);
+    free(cr);
 }
 
 static void expire_one(esbulk__core_t *c, esbulk__doc_t *d)
@@ -1688,12 +1699,12 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
 
         doc_take_item(d, it);
         if (it->klass == ESBULK__ITEM_OK) {
-            deliver(c, d, ESBULK_OUTCOME_INDEXED, ESBULK_OK, it->status, NULL, NULL);
+            deliver(c, d, ESBULK_OUTCOME_INDEXED, ESBULK_OK, it->status, NULL, NULL, NULL, NULL);
         } else if (it->klass == ESBULK__ITEM_RETRY) {
             if (it->status == 429)
                 c->counts.item_429++;
             retry_or_give_up(c, dest, d, 0, ESBULK_ERR_ITEM, it->status, it->error_type,
-                             it->error_reason, now);
+                             it->error_reason, it->cause_type, it->cause_reason, now);
         } else if (it->status == 409 && d->ambiguous &&
                    (d->op == ESBULK_OP_CREATE || d->conditional)) {
             deliver(c, d, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, it->status, it->error_type,
@@ -1701,13 +1712,14 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
                         ? "version conflict on a retry after an attempt that broke: most "
                           "likely created by that attempt"
                         : "version conflict on a retry after an attempt that broke: most "
-                          "likely applied by that attempt");
+                          "likely applied by that attempt",
+                    NULL, NULL);
         } else {
             char why[64];
             snprintf(why, sizeof(why), "the server answered status %d for this document",
                      (int)it->status);
             deliver(c, d, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, it->status, it->error_type,
-                    it->error_reason ? it->error_reason : why);
+                    it->error_reason ? it->error_reason : why, it->cause_type, it->cause_reason);
         }
     }
 }
@@ -1728,7 +1740,7 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
                                     &resp) != ESBULK_OK) {
         for (i = 0; i < s->ndocs; i++)
             retry_or_give_up(c, s->dest, s->docs[i], 1, ESBULK_ERR_NOMEM, (int32_t)a->status,
-                             NULL, "out of memory reading the response", now);
+                             NULL, "out of memory reading the response", NULL, NULL, now);
         return;
     }
     if (a->status == 429)
@@ -1744,14 +1756,16 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
         for (i = 0; i < s->ndocs; i++)
             retry_or_give_up(c, s->dest, s->docs[i], resp.klass == ESBULK__RESP_RETRY_AMBIGUOUS,
                              resp.err != ESBULK_OK ? resp.err : ESBULK_ERR_HTTP,
-                             (int32_t)a->status, resp.error_type, resp.error_reason, now);
+                             (int32_t)a->status, resp.error_type, resp.error_reason,
+                             resp.cause_type, resp.cause_reason, now);
         break;
     case ESBULK__RESP_SPLIT:
         c->counts.split_413++;
         if (s->ndocs == 1) {
             deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, resp.error_type,
                     "HTTP 413: the document alone is larger than the server accepts "
-                    "(http.max_content_length)");
+                    "(http.max_content_length)",
+                    NULL, NULL);
         } else {
             s->dest->batch_cap = s->ndocs / 2;
             s->dest->cap_ok = 0;
@@ -1780,7 +1794,7 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
         }
         for (i = 0; i < s->ndocs; i++)
             deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, resp.err, (int32_t)a->status,
-                    resp.error_type, resp.error_reason);
+                    resp.error_type, resp.error_reason, resp.cause_type, resp.cause_reason);
         break;
     }
     esbulk__response_free(&resp);
@@ -1824,12 +1838,13 @@ static void answer_transport(esbulk__core_t *c, esbulk__send_t *s, const esbulk_
     if (a->kind == ESBULK__ANS_TLS_VERIFY) {
         /* a certificate that does not verify will not verify on retry */
         for (i = 0; i < s->ndocs; i++)
-            deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0, NULL, why);
+            deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0, NULL, why, NULL,
+                    NULL);
         return;
     }
     for (i = 0; i < s->ndocs; i++)
         retry_or_give_up(c, s->dest, s->docs[i], a->kind != ESBULK__ANS_NOT_SENT, err, 0, NULL,
-                         why, now);
+                         why, NULL, NULL, now);
 }
 
 void esbulk__core_answer(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answer_t *a,
@@ -1874,7 +1889,8 @@ void esbulk__core_abort(esbulk__core_t *c)
         send_unlink(c, s);
         for (k = 0; k < s->ndocs; k++)
             deliver(c, s->docs[k], ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_CLOSED, 0, NULL,
-                    "closed while its request was in flight: it may have been indexed");
+                    "closed while its request was in flight: it may have been indexed", NULL,
+                    NULL);
         send_free(c, s);
     }
     while ((dest = c->active) != NULL) {

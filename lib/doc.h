@@ -25,6 +25,7 @@ typedef struct {
     char *index;                    /* NULL: the index as added */
     char *id;                       /* the server's, when the document had none */
     char *error_type, *error_reason;
+    char *cause_type, *cause_reason; /* the server's caused_by of that error */
     char *result_own;               /* r_result when not a static string */
 } esbulk__doc_more_t;
 
@@ -142,10 +143,12 @@ esbulk__doc_t *esbulk__queue_pop_ahead(esbulk__queue_t *q, esbulk__ahead_t *ahea
 void esbulk__queue_take_ahead(esbulk__queue_t *dst, esbulk__queue_t *src, esbulk__ahead_t *ahead);
 
 /* Sets the outcome fields of d (copies type and reason into d->more; an
- * allocation that fails leaves them NULL: the outcome and err remain). With
+ * allocation that fails leaves them NULL: the outcome and err remain), and
+ * the cause (caused_by) of that error, kept only with a reason. With
  * neither, and no d->more, it only sets the three fields. */
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
-                             int32_t status, const char *error_type, const char *reason);
+                             int32_t status, const char *error_type, const char *reason,
+                             const char *cause_type, const char *cause_reason);
 /* Frees d and all it holds (docmem.c: a record from a slab goes back). */
 void esbulk__doc_free(esbulk__doc_t *d);
 /* Frees every document of a list linked by next (one lock for the records). */

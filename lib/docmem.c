@@ -512,6 +512,8 @@ static void doc_clear(esbulk__doc_t *d)
         free(d->more->result_own);
         free(d->more->error_type);
         free(d->more->error_reason);
+        free(d->more->cause_type);
+        free(d->more->cause_reason);
         free(d->more);
         d->more = NULL;
     }

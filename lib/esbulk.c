@@ -26,6 +26,8 @@ const char *esbulk_result_id(const esbulk_result_t *r) { return r ? (r->id ? r->
 int32_t esbulk_result_status(const esbulk_result_t *r) { return r ? r->status : 0; }
 const char *esbulk_result_error_type(const esbulk_result_t *r) { return r ? ESBULK__DOC_MORE(r, error_type) : NULL; }
 const char *esbulk_result_error_reason(const esbulk_result_t *r) { return r ? ESBULK__DOC_MORE(r, error_reason) : NULL; }
+const char *esbulk_result_error_cause_type(const esbulk_result_t *r) { return r ? ESBULK__DOC_MORE(r, cause_type) : NULL; }
+const char *esbulk_result_error_cause_reason(const esbulk_result_t *r) { return r ? ESBULK__DOC_MORE(r, cause_reason) : NULL; }
 const char *esbulk_result_result(const esbulk_result_t *r) { return r ? r->r_result : NULL; }
 int64_t esbulk_result_seq_no(const esbulk_result_t *r) { return r ? r->seq_no : -1; }
 int64_t esbulk_result_primary_term(const esbulk_result_t *r) { return r ? r->primary_term : -1; }

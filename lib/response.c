@@ -142,35 +142,47 @@ static int64_t take_int(const json_t *obj, const char *key)
     return (int64_t)json_integer_value(v);
 }
 
-/* Appends " (caused by <type>: <reason>)" to *reason (which may be NULL),
- * capped: caused_by's type is ctype, "error" when it has none. */
-static esbulk_err_t add_caused_by(char **reason, const char *ctype, const char *creason)
+/* caused_by's type and reason (ctype NULL when it has none), each cut as the
+ * server's strings are, into *cause_type and *cause_reason, and appended to
+ * *reason (which may be NULL) as " (caused by <type>: <reason>)", <type>
+ * "error" when there is none. The whole is not cut again: the reason then
+ * ends with exactly that text, which esbulk_result(3) promises. */
+static esbulk_err_t add_caused_by(char **reason, char **cause_type, char **cause_reason,
+                                  const char *ctype, const char *creason)
 {
-    size_t n =
-        (*reason ? strlen(*reason) : 0) + strlen(creason) + (ctype ? strlen(ctype) : 0) + 32;
-    char *joined = malloc(n), *capped = NULL;
+    char *t = ctype != NULL ? dup_capped(ctype, strlen(ctype)) : NULL,
+         *r = dup_capped(creason, strlen(creason)), *joined = NULL;
+    size_t n;
 
-    if (joined != NULL) {
-        int len = snprintf(joined, n, "%s (caused by %s: %s)", *reason ? *reason : "",
-                           ctype ? ctype : "error", creason);
-        capped = dup_capped(joined, len > 0 ? (size_t)len : 0);
-        free(joined);
+    if (r != NULL && (ctype == NULL || t != NULL)) {
+        n = (*reason ? strlen(*reason) : 0) + strlen(r) + (t ? strlen(t) : 5) + 16;
+        if ((joined = malloc(n)) != NULL)
+            snprintf(joined, n, "%s (caused by %s: %s)", *reason ? *reason : "",
+                     t ? t : "error", r);
     }
-    if (capped == NULL)
+    if (joined == NULL) {
+        free(t);
+        free(r);
         return ESBULK_ERR_NOMEM;
+    }
     free(*reason);
-    *reason = capped;
+    *reason = joined;
+    free(*cause_type);
+    free(*cause_reason);
+    *cause_type = t;
+    *cause_reason = r;
     return ESBULK_OK;
 }
 
 /* The type and reason of an "error" value: {"type":..,"reason":..} (either
  * may be missing or null) or, from odd servers, a plain string (the
  * reason). */
-static esbulk_err_t error_fields(const json_t *error, char **type, char **reason)
+static esbulk_err_t error_fields(const json_t *error, char **type, char **reason,
+                                 char **cause_type, char **cause_reason)
 {
     esbulk_err_t err;
 
-    *type = *reason = NULL;
+    *type = *reason = *cause_type = *cause_reason = NULL;
     if (json_is_string(error)) {
         *reason = dup_capped(json_string_value(error), json_string_length(error));
         return *reason != NULL ? ESBULK_OK : ESBULK_ERR_NOMEM;
@@ -187,13 +199,16 @@ static esbulk_err_t error_fields(const json_t *error, char **type, char **reason
         const json_t *cr = json_object_get(cb, "reason"), *ct = json_object_get(cb, "type");
 
         if (json_is_string(cr))
-            err = add_caused_by(reason, json_is_string(ct) ? json_string_value(ct) : NULL,
+            err = add_caused_by(reason, cause_type, cause_reason,
+                                json_is_string(ct) ? json_string_value(ct) : NULL,
                                 json_string_value(cr));
     }
     if (err != ESBULK_OK) {
         free(*type);
         free(*reason);
-        *type = *reason = NULL;
+        free(*cause_type);
+        free(*cause_reason);
+        *type = *reason = *cause_type = *cause_reason = NULL;
     }
     return err;
 }
@@ -230,6 +245,8 @@ static void item_free(esbulk__item_t *item)
     free(item->result);
     free(item->error_type);
     free(item->error_reason);
+    free(item->cause_type);
+    free(item->cause_reason);
 }
 
 static void items_free(esbulk__resp_t *out)
@@ -245,6 +262,8 @@ static void items_free(esbulk__resp_t *out)
             /* index, id and result are in the arena, the caller's or static */
             free(item->error_type);
             free(item->error_reason);
+            free(item->cause_type);
+            free(item->cause_reason);
         }
     }
     if (!out->items_scratch)
@@ -327,7 +346,8 @@ static esbulk_err_t item_parse(const json_t *entry, size_t i, int retry_cluster_
     if (err == ESBULK_OK)
         err = take_string(body, "result", 0, &item->result);
     if (err == ESBULK_OK && has_error)
-        err = error_fields(error, &item->error_type, &item->error_reason);
+        err = error_fields(error, &item->error_type, &item->error_reason, &item->cause_type,
+                           &item->cause_reason);
     if (err != ESBULK_OK)
         return err; /* the caller frees what was taken */
 
@@ -383,7 +403,8 @@ static esbulk_err_t parse_items(const char *body, size_t body_len, size_t expect
     items = json_object_get(root, "items");
     if (!json_is_array(items)) {
         /* a server error in a 2xx body says more than "no items" */
-        err = error_fields(json_object_get(root, "error"), &out->error_type, &out->error_reason);
+        err = error_fields(json_object_get(root, "error"), &out->error_type, &out->error_reason,
+                           &out->cause_type, &out->cause_reason);
         if (err == ESBULK_OK) {
             out->klass = ESBULK__RESP_RETRY_AMBIGUOUS;
             out->err = ESBULK_ERR_BAD_RESPONSE;
@@ -1206,7 +1227,8 @@ static int read_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want
             r = -1;
             if ((f.cbtype.p == NULL || (cbtype = span_dup(&f.cbtype)) != NULL) &&
                 (cbreason = span_dup(&f.cbreason)) != NULL &&
-                add_caused_by(&item->error_reason, cbtype, cbreason) == ESBULK_OK)
+                add_caused_by(&item->error_reason, &item->cause_type, &item->cause_reason, cbtype,
+                              cbreason) == ESBULK_OK)
                 r = 0;
             free(cbtype);
             free(cbreason);
@@ -1436,7 +1458,7 @@ static int quick_item(scan_t *s, int retry_cluster_block, const esbulk__resp_wan
     item->seq_no = f.seq_no;
     item->primary_term = f.primary_term;
     item->version = f.version;
-    item->error_type = item->error_reason = NULL;
+    item->error_type = item->error_reason = item->cause_type = item->cause_reason = NULL;
     item->klass = f.status >= 200 && f.status <= 299
                       ? ESBULK__ITEM_OK
                       : item_class(item, 0, is_delete, retry_cluster_block);
@@ -1471,7 +1493,7 @@ static ALWAYS_INLINE int status_only_item(scan_t *s, esbulk__item_t *item)
     item->result_static = 0;
     item->status = 201;
     item->seq_no = item->primary_term = item->version = -1;
-    item->error_type = item->error_reason = NULL;
+    item->error_type = item->error_reason = item->cause_type = item->cause_reason = NULL;
     item->klass = ESBULK__ITEM_OK;
     return 1;
 }
@@ -1617,7 +1639,8 @@ static esbulk_err_t parse_status(long http_status, const char *body, size_t body
         }
     }
     if (json_is_object(root))
-        err = error_fields(json_object_get(root, "error"), &out->error_type, &out->error_reason);
+        err = error_fields(json_object_get(root, "error"), &out->error_type, &out->error_reason,
+                           &out->cause_type, &out->cause_reason);
     if (err == ESBULK_OK && out->error_type == NULL && out->error_reason == NULL)
         err = text_quote(body, body_len, &out->error_reason);
     if (err == ESBULK_OK && out->error_reason == NULL) {
@@ -1738,5 +1761,7 @@ void esbulk__response_free(esbulk__resp_t *resp)
     items_free(resp);
     free(resp->error_type);
     free(resp->error_reason);
+    free(resp->cause_type);
+    free(resp->cause_reason);
     memset(resp, 0, sizeof(*resp));
 }

@@ -5,8 +5,9 @@
 
 #include "common.h"
 
-/* Server strings kept for errors (error_type, error_reason) are cut to at
- * most this many bytes, at a UTF-8 boundary, ending in "...": a batch's
+/* Server strings kept for errors (error_type, error_reason, and their
+ * caused_by's) are cut to at most this many bytes, at a UTF-8 boundary,
+ * ending in "...", each before a cause is appended to its reason: a batch's
  * results must not hold one copy of a megabyte reason per document. */
 #define ESBULK__RESP_REASON_MAX 2048
 /* A body that is not a JSON error is quoted up to this many bytes. */
@@ -33,6 +34,9 @@ typedef struct {
     char *index, *id, *result;   /* NULL when absent; owned by the response (its arena
                                     or their own allocations): copy what is kept */
     char *error_type, *error_reason; /* malloc'ed, NULL when no error (or absent from it) */
+    char *cause_type, *cause_reason; /* the error's caused_by, malloc'ed, NULL when none (and
+                                    cause_type when it has no type); error_reason then ends
+                                    with " (caused by <cause_type or error>: <cause_reason>)" */
     int64_t seq_no, primary_term, version; /* -1 when absent */
     int result_static;           /* result is a string literal (one of the usual results):
                                     it outlives the response */
@@ -50,6 +54,7 @@ typedef struct {
                                     explanation such as "response truncated or not JSON",
                                     "3 items for 4 documents". When klass != OK, error_reason
                                     is never NULL; error_type may be. Both NULL when OK. */
+    char *cause_type, *cause_reason; /* that error's caused_by, as for an item */
     esbulk__item_t *items;       /* expected_items entries when klass == OK, else NULL */
     size_t nitems;
     int borrowed;                /* the items' index, id and result are not theirs to free:

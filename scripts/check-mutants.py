@@ -149,6 +149,30 @@ MUTANTS = [
      """        (esbulk__conf_int(eb->conf, ESBULK__C_ENQUEUE_TIMEOUT_MS) == 0 || caller_self(eb) != NULL))""",
      """        1)""",
      "an add that would wait for room is refused at once by the early check"),
+    ("cause-dropped-at-give-up", "lib/core.c",
+     """            status, type, why, cause_type, cause_reason);""",
+     """            status, type, why, NULL, NULL);""",
+     "a document that ran out of retries loses its last attempt's caused_by"),
+    ("cause-outlives-attempt", "lib/batch.c",
+     """    free(m->cause_type);
+    free(m->cause_reason);
+    m->error_type""",
+     """    if (cause_reason != NULL) {
+        free(m->cause_type);
+        free(m->cause_reason);
+    } else {
+        cause_reason = m->cause_reason;
+        cause_type = m->cause_type;
+    }
+    m->error_type""",
+     "an attempt that failed without a cause keeps an earlier attempt's"),
+    ("cause-joined-then-cut", "lib/response.c",
+     """    *reason = joined;
+    free(*cause_type);""",
+     """    *reason = dup_capped(joined, strlen(joined));
+    free(joined);
+    free(*cause_type);""",
+     "a long reason and cause joined are cut again: the reason no longer ends with the cause"),
     ("timeout-said-always", "lib/core.c",
      """        esbulk__log(&c->log, s->target->slow_said ? ESBULK_LOG_DEBUG : ESBULK_LOG_WARNING, "io",""",
      """        esbulk__log(&c->log, ESBULK_LOG_WARNING, "io",""",

@@ -1890,6 +1890,76 @@ START_TEST(test_unsent_outcome_names_last_attempt)
 }
 END_TEST
 
+/* An item error's caused_by reaches the result apart (and at the end of
+ * the reason); through a retry that gives up, and through a close, the last
+ * attempt's cause stays; an attempt that fails without one clears it. */
+START_TEST(test_item_cause_kept)
+{
+#define CAUSED(status)                                                                             \
+    "{\"items\":[{\"index\":{\"status\":" #status ",\"error\":{\"type\":\"t_exception\","         \
+    "\"reason\":\"top\",\"caused_by\":{\"type\":\"c_exception\",\"reason\":\"deep\"}}}}]}"
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__doc_t *d;
+    int64_t now = 1000;
+
+    cf.level = ESBULK__ROUTING_OFF;
+    cf.retry_max = 1;
+    cf.backoff_ms = cf.backoff_max_ms = 1;
+    fx_open(&cf);
+    /* refused */
+    add(1, NULL, now);
+    answer_http(must_send(1, now), 200, CAUSED(400), now);
+    d = outcome_of(1);
+    ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
+    ck_assert_str_eq(esbulk_result_error_reason(d), "top (caused by c_exception: deep)");
+    ck_assert_str_eq(esbulk_result_error_cause_type(d), "c_exception");
+    ck_assert_str_eq(esbulk_result_error_cause_reason(d), "deep");
+    esbulk__doc_free(d);
+    /* a 429 with a cause, then its retry refused again: retries exhausted */
+    add(2, NULL, now);
+    answer_http(must_send(1, now), 200, CAUSED(429), now);
+    now += 10;
+    esbulk__core_tick(fx.core, now);
+    answer_http(must_send(1, now), 200, CAUSED(429), now);
+    d = outcome_of(2);
+    ck_assert_int_eq(d->err, ESBULK_ERR_RETRIES_EXHAUSTED);
+    ck_assert_str_eq(esbulk_result_error_reason(d),
+                     "retries exhausted after 2 attempts: top (caused by c_exception: deep)");
+    ck_assert_str_eq(esbulk_result_error_cause_type(d), "c_exception");
+    ck_assert_str_eq(esbulk_result_error_cause_reason(d), "deep");
+    esbulk__doc_free(d);
+    /* a 429 with a cause, then a transport failure: no cause */
+    add(3, NULL, now);
+    answer_http(must_send(1, now), 200, CAUSED(429), now);
+    now += 10;
+    esbulk__core_tick(fx.core, now);
+    answer_kind(must_send(1, now), ESBULK__ANS_NOT_SENT, now);
+    d = outcome_of(3);
+    ck_assert_int_eq(d->err, ESBULK_ERR_RETRIES_EXHAUSTED);
+    ck_assert_ptr_null(esbulk_result_error_cause_type(d));
+    ck_assert_ptr_null(esbulk_result_error_cause_reason(d));
+    esbulk__doc_free(d);
+    /* a 429 with a cause, then closed while it waits for its retry */
+    cf.retry_max = 5;
+    cf.backoff_ms = cf.backoff_max_ms = 60000;
+    fx_close();
+    fx_open(&cf);
+    add(4, NULL, now);
+    answer_http(must_send(1, now), 200, CAUSED(429), now);
+    esbulk__core_abort(fx.core);
+    d = outcome_of(4);
+    ck_assert_int_eq(d->err, ESBULK_ERR_CLOSED);
+    ck_assert_msg(strstr(esbulk_result_error_reason(d), "its last attempt: top (caused by "
+                                                         "c_exception: deep)") != NULL,
+                  "reason: %s", esbulk_result_error_reason(d));
+    ck_assert_str_eq(esbulk_result_error_cause_type(d), "c_exception");
+    ck_assert_str_eq(esbulk_result_error_cause_reason(d), "deep");
+    esbulk__doc_free(d);
+    fx_close();
+#undef CAUSED
+}
+END_TEST
+
 /* Refusals: a whole-request 4xx fails every document with its error; a
  * certificate that does not verify is not retried; a truncated 2xx is
  * ambiguous and retried; a mapping error fails its item alone. */
@@ -2433,6 +2503,7 @@ int main(void)
     tcase_add_test(tc, test_node_death_reroutes);
     tcase_add_test(tc, test_close_with_documents_in_flight);
     tcase_add_test(tc, test_unsent_outcome_names_last_attempt);
+    tcase_add_test(tc, test_item_cause_kept);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_idle_state_freed);
     tcase_add_test(tc, test_buffer_docs);

@@ -226,7 +226,7 @@ static const item_case_t item_cases[] = {
      "failed to parse field [n] of type [integer] in document with id '3'", -1, -1, -1},
     {"mixed_errors.json", 3, 1, 201, "resp-scratch-a", "4", "created", NULL, NULL, 0, 1, 1},
     /* the server's detail in caused_by is kept in the reason */
-    {"item_caused_by.json", 1, 0, 400, "x", "1", NULL, "mapper_parsing_exception",
+    {"item_caused_by.json", 3, 0, 400, "x", "1", NULL, "mapper_parsing_exception",
      "failed to parse (caused by json_parse_exception: Unexpected character", -1, -1, -1},
     {"mixed_errors.json", 3, 2, 409, "resp-scratch-a", "1", NULL,
      "version_conflict_engine_exception", "[1]: version conflict, document already exists", -1,
@@ -294,8 +294,114 @@ START_TEST(test_item_fields)
 }
 END_TEST
 
+/* An error's caused_by: its type and reason apart, and appended to the
+ * reason as " (caused by <type, or error>: <reason>)", the same by the fast
+ * path and by jansson; a cause without a reason is none. */
+START_TEST(test_item_causes)
+{
+    static const struct {
+        const char *type, *reason, *cause_type, *cause_reason;
+    } want[] = {
+        {"mapper_parsing_exception",
+         "failed to parse (caused by json_parse_exception: Unexpected character ('}' (code 125)))",
+         "json_parse_exception", "Unexpected character ('}' (code 125))"},
+        {"mapper_parsing_exception",
+         "failed to parse field [n] (caused by a_exception: b) (caused by error: no type)", NULL,
+         "no type"},
+        {"illegal_argument_exception", "plain", NULL, NULL},
+    };
+    esbulk__resp_t resp;
+    size_t len, i;
+    int way;
+    char *body = slurp("item_caused_by.json", &len);
+
+    for (way = 0; way < 2; way++) {
+        ck_assert_int_eq(way == 0 ? esbulk__response_parse_fast(200, body, len, 3, 0, &resp)
+                                  : esbulk__response_parse_slow(200, body, len, 3, 0, &resp),
+                         ESBULK_OK);
+        ck_assert_uint_eq(resp.nitems, 3);
+        for (i = 0; i < 3; i++) {
+            const esbulk__item_t *it = &resp.items[i];
+
+            ck_assert_msg(str_eq_or_null(it->error_type, want[i].type), "%d/%zu", way, i);
+            ck_assert_msg(str_eq_or_null(it->error_reason, want[i].reason), "%d/%zu: %s", way, i,
+                          it->error_reason);
+            ck_assert_msg(str_eq_or_null(it->cause_type, want[i].cause_type), "%d/%zu", way, i);
+            ck_assert_msg(str_eq_or_null(it->cause_reason, want[i].cause_reason), "%d/%zu", way,
+                          i);
+        }
+        esbulk__response_free(&resp);
+    }
+    free(body);
+}
+END_TEST
+
+/* A request's error (not an item's) keeps its cause the same way. */
+START_TEST(test_request_cause)
+{
+    static const char body[] =
+        "{\"error\":{\"type\":\"x_content_parse_exception\",\"reason\":\"[1:2] bad\","
+        "\"caused_by\":{\"type\":\"json_parse_exception\",\"reason\":\"Unexpected end\"}},"
+        "\"status\":400}";
+    esbulk__resp_t resp;
+
+    ck_assert_int_eq(esbulk__response_parse(400, body, sizeof(body) - 1, 2, 0, &resp), ESBULK_OK);
+    ck_assert_int_eq(resp.klass, ESBULK__RESP_FAIL);
+    ck_assert_str_eq(resp.error_reason,
+                     "[1:2] bad (caused by json_parse_exception: Unexpected end)");
+    ck_assert_str_eq(resp.cause_type, "json_parse_exception");
+    ck_assert_str_eq(resp.cause_reason, "Unexpected end");
+    esbulk__response_free(&resp);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------
  * Bounds on what is kept. */
+
+/* A long reason and a long cause are each cut before they are joined: the
+ * reason still ends with the whole " (caused by ...)" of the cut cause, as
+ * esbulk_result(3) promises (a binding cuts that ending off). */
+START_TEST(test_long_cause_kept_whole)
+{
+    static const char head[] = "{\"items\":[{\"index\":{\"status\":400,\"error\":{\"type\":"
+                               "\"t\",\"reason\":\"";
+    static const char mid[] = "\",\"caused_by\":{\"type\":\"c_exception\",\"reason\":\"";
+    static const char tail[] = "\"}}}}]}";
+    char body[sizeof(head) + sizeof(mid) + sizeof(tail) + 6000], suffix[2200];
+    esbulk__resp_t resp;
+    size_t o = 0, rl, sl;
+    int way;
+
+    memcpy(body, head, sizeof(head) - 1);
+    o += sizeof(head) - 1;
+    memset(body + o, 'x', 3000);
+    o += 3000;
+    memcpy(body + o, mid, sizeof(mid) - 1);
+    o += sizeof(mid) - 1;
+    memset(body + o, 'y', 2500);
+    o += 2500;
+    memcpy(body + o, tail, sizeof(tail) - 1);
+    o += sizeof(tail) - 1;
+    for (way = 0; way < 2; way++) {
+        const esbulk__item_t *it;
+
+        ck_assert_int_eq(way == 0 ? esbulk__response_parse_fast(200, body, o, 1, 0, &resp)
+                                  : esbulk__response_parse_slow(200, body, o, 1, 0, &resp),
+                         ESBULK_OK);
+        it = &resp.items[0];
+        ck_assert_str_eq(it->cause_type, "c_exception");
+        ck_assert_uint_eq(strlen(it->cause_reason), ESBULK__RESP_REASON_MAX);
+        ck_assert_str_eq(it->cause_reason + ESBULK__RESP_REASON_MAX - 3, "...");
+        snprintf(suffix, sizeof(suffix), " (caused by %s: %s)", it->cause_type, it->cause_reason);
+        rl = strlen(it->error_reason);
+        sl = strlen(suffix);
+        ck_assert_uint_eq(rl, ESBULK__RESP_REASON_MAX + sl);
+        ck_assert_str_eq(it->error_reason + rl - sl, suffix);
+        ck_assert_uint_eq(strspn(it->error_reason, "x"), ESBULK__RESP_REASON_MAX - 3);
+        esbulk__response_free(&resp);
+    }
+}
+END_TEST
 
 /* A 120 KB reason is cut to at most ESBULK__RESP_REASON_MAX bytes, without
  * splitting the 3-byte character that straddles the limit. */
@@ -514,7 +620,9 @@ static const char *resp_diff(const esbulk__resp_t *a, const esbulk__resp_t *b, c
         return why;
     }
     if (!opt_str_eq(a->error_type, b->error_type) ||
-        !opt_str_eq(a->error_reason, b->error_reason)) {
+        !opt_str_eq(a->error_reason, b->error_reason) ||
+        !opt_str_eq(a->cause_type, b->cause_type) ||
+        !opt_str_eq(a->cause_reason, b->cause_reason)) {
         snprintf(why, why_size, "error \"%s\": \"%s\" / \"%s\": \"%s\"",
                  a->error_type ? a->error_type : "(null)",
                  a->error_reason ? a->error_reason : "(null)",
@@ -533,11 +641,14 @@ static const char *resp_diff(const esbulk__resp_t *a, const esbulk__resp_t *b, c
             x->primary_term != y->primary_term || x->version != y->version ||
             !opt_str_eq(x->index, y->index) || !opt_str_eq(x->id, y->id) ||
             !opt_str_eq(x->result, y->result) || !opt_str_eq(x->error_type, y->error_type) ||
-            !opt_str_eq(x->error_reason, y->error_reason)) {
+            !opt_str_eq(x->error_reason, y->error_reason) ||
+            !opt_str_eq(x->cause_type, y->cause_type) ||
+            !opt_str_eq(x->cause_reason, y->cause_reason)) {
             snprintf(why, why_size,
                      "items[%zu]: class %d/%d status %d/%d seq_no %lld/%lld primary_term "
                      "%lld/%lld version %lld/%lld index \"%s\"/\"%s\" id \"%s\"/\"%s\" result "
-                     "\"%s\"/\"%s\" error \"%s\": \"%.300s\" / \"%s\": \"%.300s\"",
+                     "\"%s\"/\"%s\" error \"%s\": \"%.300s\" / \"%s\": \"%.300s\" cause "
+                     "\"%s\": \"%.200s\" / \"%s\": \"%.200s\"",
                      i, x->klass, y->klass, x->status, y->status, (long long)x->seq_no,
                      (long long)y->seq_no, (long long)x->primary_term,
                      (long long)y->primary_term, (long long)x->version, (long long)y->version,
@@ -547,7 +658,11 @@ static const char *resp_diff(const esbulk__resp_t *a, const esbulk__resp_t *b, c
                      x->error_type ? x->error_type : "(null)",
                      x->error_reason ? x->error_reason : "(null)",
                      y->error_type ? y->error_type : "(null)",
-                     y->error_reason ? y->error_reason : "(null)");
+                     y->error_reason ? y->error_reason : "(null)",
+                     x->cause_type ? x->cause_type : "(null)",
+                     x->cause_reason ? x->cause_reason : "(null)",
+                     y->cause_type ? y->cause_type : "(null)",
+                     y->cause_reason ? y->cause_reason : "(null)");
             return why;
         }
     }
@@ -676,7 +791,7 @@ START_TEST(test_fast_path_takes)
         {"all_ok.json", 3},          {"all_ok_es_unfiltered.json", 4}, {"mixed_errors.json", 3},
         {"item_429_es.json", 3},     {"item_429_os.json", 2},          {"item_503.json", 2},
         {"cluster_block.json", 4},   {"delete_not_found.json", 2},     {"update_noop.json", 3},
-        {"item_odd.json", 9},        {"huge_reason.json", 2},          {"item_caused_by.json", 1},
+        {"item_odd.json", 9},        {"huge_reason.json", 2},          {"item_caused_by.json", 3},
         {"os_filtered_common.json", 8},
     };
     static const char ws_body[] = " \r\n{ \"items\" :\t[ { \"index\" : { \"status\" : 201 , "
@@ -1753,6 +1868,9 @@ int main(void)
     tcase_add_loop_test(tc, test_classification, 0, (int)ESBULK__ARRAY_LEN(resp_cases));
     tcase_add_loop_test(tc, test_item_fields, 0, (int)ESBULK__ARRAY_LEN(item_cases));
     tcase_add_test(tc, test_huge_reason);
+    tcase_add_test(tc, test_item_causes);
+    tcase_add_test(tc, test_request_cause);
+    tcase_add_test(tc, test_long_cause_kept_whole);
     tcase_add_test(tc, test_reason_cut_keeps_whole_character);
     tcase_add_test(tc, test_text_quote);
     tcase_add_test(tc, test_every_prefix);
