@@ -2,24 +2,24 @@ package esbulk
 
 import "testing"
 
-// The caused_by that libesbulk appends to a server's reason goes back into
-// Cause; a reason without it (or cut by the library's cap) stays whole.
-func TestSplitCause(t *testing.T) {
-	for _, tc := range []struct{ in, top, ctype, creason string }{
+// The caused_by that libesbulk appends to a server's reason comes off its
+// end exactly, whatever the reason quotes; a reason that does not end with
+// it stays whole.
+func TestCutCause(t *testing.T) {
+	for _, tc := range []struct{ in, ctype, creason, want string }{
 		{"failed to parse field [n] (caused by number_format_exception: For input string: \"x\")",
-			"failed to parse field [n]", "number_format_exception", "For input string: \"x\""},
-		{" (caused by error: a (b): c)", "", "error", "a (b): c"},
-		{"no cause here", "no cause here", "", ""},
-		// the value the server quotes holds the mark: the cause is the
-		// one whose type is an exception's
-		{"failed to parse field [n] of type [integer] in document with id '1'. Preview of field's value: 'x (caused by a: b)' (caused by number_format_exception: For input string: \"x (caused by a: b)\")",
-			"failed to parse field [n] of type [integer] in document with id '1'. Preview of field's value: 'x (caused by a: b)'",
-			"number_format_exception", "For input string: \"x (caused by a: b)\""},
-		{"cut (caused by json_parse_exception: Unexpected charac", "cut (caused by json_parse_exception: Unexpected charac", "", ""},
+			"number_format_exception", "For input string: \"x\"", "failed to parse field [n]"},
+		{" (caused by error: a (b): c)", "", "a (b): c", ""},
+		// the value the server quotes holds the same words, and its cause
+		// has no exception type
+		{"Preview of field's value: 'x (caused by a: b)' (caused by my_error: y (caused by z_exception: w))",
+			"my_error", "y (caused by z_exception: w)", "Preview of field's value: 'x (caused by a: b)'"},
+		// the library's own words after the server's: left whole
+		{"top (caused by c_exception: deep); the document has no _id", "c_exception", "deep",
+			"top (caused by c_exception: deep); the document has no _id"},
 	} {
-		top, ct, cr, _ := splitCause(tc.in)
-		if top != tc.top || ct != tc.ctype || cr != tc.creason {
-			t.Errorf("splitCause(%q) = %q, %q, %q; want %q, %q, %q", tc.in, top, ct, cr, tc.top, tc.ctype, tc.creason)
+		if got := cutCause(tc.in, tc.ctype, tc.creason); got != tc.want {
+			t.Errorf("cutCause(%q, %q, %q) = %q; want %q", tc.in, tc.ctype, tc.creason, got, tc.want)
 		}
 	}
 }

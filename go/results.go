@@ -11,7 +11,7 @@ typedef struct esbgo_res {
     uintptr_t opaque;
     int32_t outcome, err, status, attempts;
     int64_t seq_no, primary_term, version;
-    const char *index, *id, *error_type, *error_reason, *result;
+    const char *index, *id, *error_type, *error_reason, *cause_type, *cause_reason, *result;
     size_t index_len, id_len, result_len;
 } esbgo_res;
 
@@ -31,6 +31,8 @@ static void esbgo_read(const esbulk_result_t *const *rs, size_t n, esbgo_res *ou
         out[i].id = esbulk_result_id(r);
         out[i].error_type = esbulk_result_error_type(r);
         out[i].error_reason = esbulk_result_error_reason(r);
+        out[i].cause_type = esbulk_result_error_cause_type(r);
+        out[i].cause_reason = esbulk_result_error_cause_reason(r);
         out[i].result = esbulk_result_result(r);
         out[i].index_len = out[i].index != NULL ? strlen(out[i].index) : 0;
         out[i].id_len = out[i].id != NULL ? strlen(out[i].id) : 0;
@@ -184,10 +186,11 @@ func (d *drainer) pull(wait time.Duration) int {
 			resp.Error.Type = goString(r.error_type)
 			resp.Error.Reason = goString(r.error_reason)
 			if ErrCode(r.err) == ErrCodeItem {
-				// the server's caused_by, which libesbulk appends to the
-				// reason: in Cause, as esutil has it
-				if top, ct, cr, ok := splitCause(resp.Error.Reason); ok {
-					resp.Error.Reason = top
+				// the server's caused_by: in Cause, as esutil has it, and
+				// off the end of the reason, where libesbulk appends it
+				if r.cause_reason != nil {
+					ct, cr := goString(r.cause_type), goString(r.cause_reason)
+					resp.Error.Reason = cutCause(resp.Error.Reason, ct, cr)
 					resp.Error.Cause.Type, resp.Error.Cause.Reason = ct, cr
 				}
 			} else {
@@ -250,46 +253,14 @@ func (d *drainer) pull(wait time.Duration) int {
 	return n
 }
 
-// causeMark starts what libesbulk appends to a server's error reason for
-// its caused_by: " (caused by <type>: <reason>)" (<type> "error" when the
-// server gave none).
-const causeMark = " (caused by "
-
-// splitCause splits a reason that ends with libesbulk's caused_by suffix
-// into the reason proper and the cause's type and reason; ok is false when
-// there is no such suffix (or the library cut it, at its length cap). The
-// server's reasons may quote a document's values, which may hold the mark
-// too: the suffix is the first mark followed by an exception's type.
-func splitCause(reason string) (top, ctype, creason string, ok bool) {
-	if !strings.HasSuffix(reason, ")") {
-		return reason, "", "", false
+// cutCause is reason without the " (caused by <type>: <reason>)" that
+// libesbulk ends it with for a cause of ctype (empty: "error") and creason
+// (esbulk_result_error_reason(3)); reason itself when it does not end so.
+func cutCause(reason, ctype, creason string) string {
+	if ctype == "" {
+		ctype = "error"
 	}
-	for from := 0; ; {
-		i := strings.Index(reason[from:], causeMark)
-		if i < 0 {
-			return reason, "", "", false
-		}
-		i += from
-		rest := reason[i+len(causeMark) : len(reason)-1]
-		if j := strings.Index(rest, ": "); j > 0 && isErrorType(rest[:j]) {
-			return reason[:i], rest[:j], rest[j+2:], true
-		}
-		from = i + len(causeMark)
-	}
-}
-
-// isErrorType says whether s is a server's error type (snake case, such as
-// number_format_exception) or libesbulk's "error" for a cause without one.
-func isErrorType(s string) bool {
-	if s != "error" && !strings.HasSuffix(s, "_exception") && !strings.HasSuffix(s, "_error") {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return strings.TrimSuffix(reason, " (caused by "+ctype+": "+creason+")")
 }
 
 // goStringAs is s (n bytes) as a Go string: same itself when the bytes are

@@ -81,6 +81,8 @@ _SIGNATURES = (
     ("esbulk_result_status", c_int32, c_void_p),
     ("esbulk_result_error_type", c_char_p, c_void_p),
     ("esbulk_result_error_reason", c_char_p, c_void_p),
+    ("esbulk_result_error_cause_type", c_char_p, c_void_p),
+    ("esbulk_result_error_cause_reason", c_char_p, c_void_p),
     ("esbulk_result_result", c_char_p, c_void_p),
     ("esbulk_result_seq_no", c_int64, c_void_p),
     ("esbulk_result_primary_term", c_int64, c_void_p),

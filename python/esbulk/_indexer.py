@@ -77,6 +77,8 @@ except ImportError:  # pragma: no cover - depends on what is installed
 
 Body = Union[Mapping[str, Any], str, bytes, bytearray, memoryview, None]
 ResultCallback = Callable[["Result"], Any]
+# a result's error fields: (error_type, reason, body, cause_type, cause_reason)
+_ErrorFields = Tuple[Optional[str], Optional[str], Optional[bytes], Optional[str], Optional[str]]
 
 # Every key of esbulk-config(7); a Python-style keyword (flush_docs) is the key
 # with its dots as underscores.
@@ -170,7 +172,9 @@ class Result:
     after it was sent: the document may or may not be indexed); error: the
     esbulk_err_t code (0 when indexed), error_name its description; status:
     the item's HTTP status (0 if none); error_type / reason: the server's (or
-    the library's) explanation; op, index, id, result ("created", "updated",
+    the library's) explanation, the reason ending with " (caused by TYPE:
+    REASON)" when the server's error has a caused_by, whose type and reason
+    are also cause_type / cause_reason (else None); op, index, id, result ("created", "updated",
     ...), seq_no, primary_term, version (-1 unless result_meta=True asked
     the server for them; the helpers that yield items ask), attempts; body: the
     document as sent, only with result.keep_body and only when not indexed;
@@ -182,9 +186,10 @@ class Result:
     """
     __slots__ = ("_f", "_e", "context", "_cb")
     # _f: (outcome, err, op, status, attempts, flags, seq_no, primary_term,
-    #      version, index, id, result); _e: (error_type, reason, body) or None
+    #      version, index, id, result); _e: (error_type, reason, body,
+    #      cause_type, cause_reason) or None
     _f: Tuple[Any, ...]
-    _e: Optional[Tuple[Optional[str], Optional[str], Optional[bytes]]]
+    _e: Optional[_ErrorFields]
     context: Any
     _cb: Optional[ResultCallback]
 
@@ -245,6 +250,14 @@ class Result:
         return None if self._e is None else self._e[2]
 
     @property
+    def cause_type(self) -> Optional[str]:
+        return None if self._e is None else self._e[3]
+
+    @property
+    def cause_reason(self) -> Optional[str]:
+        return None if self._e is None else self._e[4]
+
+    @property
     def ok(self) -> bool:
         return self._f[0] == _clib.OUTCOME_INDEXED  # type: ignore[no-any-return]
 
@@ -275,7 +288,7 @@ class Result:
             return it
         it["status"] = f[3] if f[3] else 500
         if f[1] == _clib.ERR_ITEM:
-            it["error"] = _server_error(self.error_type, self.reason)
+            it["error"] = _server_error(self._e)
         else:
             it["error"] = {"type": self.error_type or "esbulk_error",
                            "reason": self.reason or self.error_name,
@@ -298,17 +311,17 @@ def _make_result(f: Tuple[Any, ...], e: Any, cb: Optional[ResultCallback],
     return r
 
 
-_CAUSED_BY = re.compile(r"^(.*) \(caused by ([A-Za-z0-9_.]+): (.*)\)$", re.S)
-
-
-def _server_error(etype: Optional[str], reason: Optional[str]) -> Dict[str, Any]:
-    """The server's error object again: libesbulk appends the root cause to
-    the reason as " (caused by TYPE: REASON)"."""
+def _server_error(f: Optional[_ErrorFields]) -> Dict[str, Any]:
+    """The server's error object again: its caused_by apart, and off the end
+    of the reason, where libesbulk appends it as " (caused by TYPE: REASON)"
+    (TYPE "error" when it has none; esbulk_result_error_reason(3))."""
+    etype, reason, _, ctype, creason = f if f is not None else (None, None, None, None, None)
     e: Dict[str, Any] = {"type": etype, "reason": reason}
-    m = _CAUSED_BY.match(reason or "")
-    if m:
-        e["reason"] = m.group(1)
-        e["caused_by"] = {"type": m.group(2), "reason": m.group(3)}
+    if creason is not None:
+        tail = " (caused by %s: %s)" % (ctype or "error", creason)
+        if reason is not None and reason.endswith(tail):
+            e["reason"] = reason[:-len(tail)]
+        e["caused_by"] = {"type": ctype, "reason": creason}
     return e
 
 
@@ -318,11 +331,11 @@ _PSZ = ctypes.sizeof(c_void_p)
 class _Batch:
     """One pulled batch, read: the fields of results [0, n) as columns
     (lists) in the order of _f, opaques (ints, 0 for none), and the error
-    fields of the results not indexed {position: (error_type, reason, body)}."""
+    fields of the results not indexed {position: _ErrorFields}."""
     __slots__ = ("n", "cols", "opaques", "errors")
 
     def __init__(self, n: int, cols: List[List[Any]], opaques: List[int],
-                 errors: Dict[int, Tuple[Optional[str], Optional[str], Optional[bytes]]]
+                 errors: Dict[int, _ErrorFields]
                  ) -> None:
         self.n, self.cols, self.opaques, self.errors = n, cols, opaques, errors
 
@@ -330,8 +343,7 @@ class _Batch:
         return zip(*self.cols)
 
 
-def _error_fields(p: int, keep_body: bool, blen: Any) -> Tuple[Optional[str], Optional[str],
-                                                               Optional[bytes]]:
+def _error_fields(p: int, keep_body: bool, blen: Any) -> _ErrorFields:
     L = lib
     body = None
     # asked whatever keep_body says: the library keeps the bodies for every
@@ -340,7 +352,8 @@ def _error_fields(p: int, keep_body: bool, blen: Any) -> Tuple[Optional[str], Op
     if bp:
         body = ctypes.string_at(bp, blen.value)
     return (_clib.dec(L.esbulk_result_error_type(p)), _clib.dec(L.esbulk_result_error_reason(p)),
-            body)
+            body, _clib.dec(L.esbulk_result_error_cause_type(p)),
+            _clib.dec(L.esbulk_result_error_cause_reason(p)))
 
 
 class _Reader:

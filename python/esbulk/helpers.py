@@ -695,7 +695,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             i, (bytes, bytearray)) else str(i)
         c.out[k] = _make_result((_clib.OUTCOME_FAILED, code, _clib.OPS[c.op_types[k]], 400, 0,
                                  0, -1, -1, -1, c.idxs[k], id_, None),
-                                (etype, "esbulk refused the document: %s" % (why,), None),
+                                (etype, "esbulk refused the document: %s" % (why,), None, None,
+                                 None),
                                 None, None)
         c.bad += 1
         c.left -= 1

@@ -104,6 +104,9 @@ def test_mapping_errors_per_document_with_the_servers_reason(url, make_index):
         assert r.error_type == "mapper_parsing_exception"
         assert "failed to parse field [n]" in r.reason and k in r.reason
         assert r.item()["error"]["caused_by"]["type"] == "number_format_exception"
+        assert r.cause_type == "number_format_exception" and r.cause_reason
+        assert r.reason.endswith(" (caused by number_format_exception: %s)" % r.cause_reason)
+        assert r.item()["error"]["reason"] == r.reason[:r.reason.index(" (caused by ")]
     assert results["as-str"][0].ok and results["as-bytes"][0].ok
     assert count(index) == 198
 
@@ -517,7 +520,7 @@ def test_item_of_a_result_not_indexed_keeps_the_servers_meta(url, make_index):
     opensearch-py's items do (not _shards: libesbulk does not keep it)."""
     from esbulk._indexer import _make_result
     r = _make_result((1, -19, 3, 404, 1, 0, 7, 1, 3, "i", "x", "not_found"),
-                     (None, None, None), None, None)
+                     (None, None, None, None, None), None, None)
     it = r.item()
     assert (it["_version"], it["result"], it["_seq_no"], it["_primary_term"], it["status"]) \
         == (3, "not_found", 7, 1, 404)
@@ -639,3 +642,19 @@ def test_a_callback_raising_while_a_blocked_add_waits_does_not_cut_the_add(url, 
     assert sorted(seen, key=int) == ids  # each exactly once
     assert not ix._tokens
     assert count(index) == 50
+
+
+def test_server_error_takes_the_cause_off_the_end_exactly():
+    from esbulk._indexer import _server_error
+    quoted = "Preview of field's value: 'x (caused by a_exception: b)'"
+    e = _server_error(("mapper_parsing_exception",
+                       quoted + " (caused by my_error: y (caused by z_exception: w))", None,
+                       "my_error", "y (caused by z_exception: w)"))
+    assert e == {"type": "mapper_parsing_exception", "reason": quoted,
+                 "caused_by": {"type": "my_error", "reason": "y (caused by z_exception: w)"}}
+    # a cause without a type: "error" in the reason, None apart
+    e = _server_error(("t", "r (caused by error: c)", None, None, "c"))
+    assert e == {"type": "t", "reason": "r", "caused_by": {"type": None, "reason": "c"}}
+    # no cause: the reason whole, however it reads
+    assert _server_error(("t", "r (caused by x_exception: c)", None, None, None)) == {
+        "type": "t", "reason": "r (caused by x_exception: c)"}
