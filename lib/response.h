@@ -69,7 +69,7 @@ typedef struct {
 } esbulk__resp_t;
 
 /* Room for the items of one answer after another, kept by the caller (the
- * engine core keeps one): an answer's items are 80 bytes each, 400 KB for
+ * engine core keeps one): an answer's items are 96 bytes each, 480 KB for
  * 5,000, and an allocation that large made and freed for every answer went
  * back to the kernel at each free, to be faulted in again page by page.
  * Zero it to start; it grows to the most items an answer had; free it with
