@@ -1155,12 +1155,15 @@ static void retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc
                              const char *cause_reason, int64_t now)
 {
     esbulk__retry_decision_t dec;
-    char why[512];
+    /* room for the longest reason (the server's, with its cause, which
+     * then still ends it), and what is said before it */
+    char why[ESBULK__RESP_ERROR_MAX + 256];
     int64_t at = 0;
 
     if (ambiguous && doc->id == NULL) {
-        snprintf(why, sizeof(why), "%s; the document has no _id, so a retry could index it "
-                 "twice", reason ? reason : "request failed after it was sent");
+        /* the server's words last, as below: its cause still ends them */
+        snprintf(why, sizeof(why), "not retried: the document has no _id, so a retry could "
+                 "index it twice: %s", reason ? reason : "request failed after it was sent");
         deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why, cause_type,
                 cause_reason);
         return;
@@ -1254,7 +1257,7 @@ static void retries_due(esbulk__core_t *c, int64_t now)
 static void deliver_unsent(esbulk__core_t *c, esbulk__doc_t *d, esbulk_err_t err,
                            const char *what)
 {
-    char why[1024], type[128];
+    char why[ESBULK__RESP_ERROR_MAX + 512], type[128]; /* as in retry_or_give_up */
     const char *t = NULL, *last_reason = ESBULK__DOC_MORE(d, error_reason);
     const char *last_type = ESBULK__DOC_MORE(d, error_type);
     /* copied: deliver frees d's own (NULL for want of memory: the reason

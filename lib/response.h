@@ -10,6 +10,9 @@
  * ending in "...", each before a cause is appended to its reason: a batch's
  * results must not hold one copy of a megabyte reason per document. */
 #define ESBULK__RESP_REASON_MAX 2048
+/* The longest error_reason: a reason, its cause's type and its cause's
+ * reason, each cut, joined. */
+#define ESBULK__RESP_ERROR_MAX (3 * ESBULK__RESP_REASON_MAX + 32)
 /* A body that is not a JSON error is quoted up to this many bytes. */
 #define ESBULK__RESP_TEXT_MAX 200
 

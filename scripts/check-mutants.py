@@ -173,6 +173,10 @@ MUTANTS = [
     free(joined);
     free(*cause_type);""",
      "a long reason and cause joined are cut again: the reason no longer ends with the cause"),
+    ("give-up-cuts-cause", "lib/core.c",
+     """    char why[ESBULK__RESP_ERROR_MAX + 256];""",
+     """    char why[512];""",
+     "retries exhausted: the library's words cut a long reason before its cause"),
     ("timeout-said-always", "lib/core.c",
      """        esbulk__log(&c->log, s->target->slow_said ? ESBULK_LOG_DEBUG : ESBULK_LOG_WARNING, "io",""",
      """        esbulk__log(&c->log, ESBULK_LOG_WARNING, "io",""",

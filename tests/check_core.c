@@ -1960,6 +1960,55 @@ START_TEST(test_item_cause_kept)
 }
 END_TEST
 
+/* The longest reason and cause the server can give keep their whole ending
+ * through the library's words around them (retries exhausted; closed, with
+ * its last attempt): the reason still ends with the cause. */
+START_TEST(test_long_cause_through_give_up)
+{
+    static const char head[] = "{\"items\":[{\"index\":{\"status\":429,\"error\":{\"type\":"
+                               "\"t\",\"reason\":\"";
+    static const char mid[] = "\",\"caused_by\":{\"type\":\"c_exception\",\"reason\":\"";
+    static const char tail[] = "\"}}}}]}";
+    char body[sizeof(head) + sizeof(mid) + sizeof(tail) + 6000], suffix[2200];
+    esbulk__core_conf_t cf = base_conf();
+    esbulk__doc_t *d;
+    const char *r;
+    size_t o = 0;
+    int64_t now = 1000;
+    int k;
+
+    memcpy(body, head, sizeof(head) - 1);
+    o += sizeof(head) - 1;
+    memset(body + o, 'x', 3000);
+    o += 3000;
+    memcpy(body + o, mid, sizeof(mid) - 1);
+    o += sizeof(mid) - 1;
+    memset(body + o, 'y', 3000);
+    o += 3000;
+    memcpy(body + o, tail, sizeof(tail));
+    cf.level = ESBULK__ROUTING_OFF;
+    for (k = 0; k < 2; k++) {
+        cf.retry_max = k == 0 ? 0 : 5;
+        cf.backoff_ms = cf.backoff_max_ms = 60000;
+        fx_open(&cf);
+        add(1, NULL, now);
+        answer_http(must_send(1, now), 200, body, now);
+        if (k == 1)
+            esbulk__core_abort(fx.core); /* closed while it waits for its retry */
+        d = outcome_of(1);
+        ck_assert_int_eq(d->err, k == 0 ? ESBULK_ERR_RETRIES_EXHAUSTED : ESBULK_ERR_CLOSED);
+        ck_assert_uint_eq(strlen(esbulk_result_error_cause_reason(d)), ESBULK__RESP_REASON_MAX);
+        snprintf(suffix, sizeof(suffix), " (caused by c_exception: %s)",
+                 esbulk_result_error_cause_reason(d));
+        r = esbulk_result_error_reason(d);
+        ck_assert_uint_gt(strlen(r), strlen(suffix) + ESBULK__RESP_REASON_MAX);
+        ck_assert_str_eq(r + strlen(r) - strlen(suffix), suffix);
+        esbulk__doc_free(d);
+        fx_close();
+    }
+}
+END_TEST
+
 /* Refusals: a whole-request 4xx fails every document with its error; a
  * certificate that does not verify is not retried; a truncated 2xx is
  * ambiguous and retried; a mapping error fails its item alone. */
@@ -2504,6 +2553,7 @@ int main(void)
     tcase_add_test(tc, test_close_with_documents_in_flight);
     tcase_add_test(tc, test_unsent_outcome_names_last_attempt);
     tcase_add_test(tc, test_item_cause_kept);
+    tcase_add_test(tc, test_long_cause_through_give_up);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_idle_state_freed);
     tcase_add_test(tc, test_buffer_docs);
