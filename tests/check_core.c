@@ -3,6 +3,7 @@
  * without a cluster, a thread or a socket. */
 #include "core.h"
 #include "docmem.h"
+#include "unit_util.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -1901,44 +1902,41 @@ START_TEST(test_item_cause_kept)
     esbulk__core_conf_t cf = base_conf();
     esbulk__doc_t *d;
     int64_t now = 1000;
+    int k;
 
     cf.level = ESBULK__ROUTING_OFF;
     cf.retry_max = 1;
     cf.backoff_ms = cf.backoff_max_ms = 1;
     fx_open(&cf);
-    /* refused */
-    add(1, NULL, now);
-    answer_http(must_send(1, now), 200, CAUSED(400), now);
-    d = outcome_of(1);
-    ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
-    ck_assert_str_eq(esbulk_result_error_reason(d), "top (caused by c_exception: deep)");
-    ck_assert_str_eq(esbulk_result_error_cause_type(d), "c_exception");
-    ck_assert_str_eq(esbulk_result_error_cause_reason(d), "deep");
-    esbulk__doc_free(d);
-    /* a 429 with a cause, then its retry refused again: retries exhausted */
-    add(2, NULL, now);
-    answer_http(must_send(1, now), 200, CAUSED(429), now);
-    now += 10;
-    esbulk__core_tick(fx.core, now);
-    answer_http(must_send(1, now), 200, CAUSED(429), now);
-    d = outcome_of(2);
-    ck_assert_int_eq(d->err, ESBULK_ERR_RETRIES_EXHAUSTED);
-    ck_assert_str_eq(esbulk_result_error_reason(d),
-                     "retries exhausted after 2 attempts: top (caused by c_exception: deep)");
-    ck_assert_str_eq(esbulk_result_error_cause_type(d), "c_exception");
-    ck_assert_str_eq(esbulk_result_error_cause_reason(d), "deep");
-    esbulk__doc_free(d);
-    /* a 429 with a cause, then a transport failure: no cause */
-    add(3, NULL, now);
-    answer_http(must_send(1, now), 200, CAUSED(429), now);
-    now += 10;
-    esbulk__core_tick(fx.core, now);
-    answer_kind(must_send(1, now), ESBULK__ANS_NOT_SENT, now);
-    d = outcome_of(3);
-    ck_assert_int_eq(d->err, ESBULK_ERR_RETRIES_EXHAUSTED);
-    ck_assert_ptr_null(esbulk_result_error_cause_type(d));
-    ck_assert_ptr_null(esbulk_result_error_cause_reason(d));
-    esbulk__doc_free(d);
+    /* refused; a 429 with a cause, then its retry refused again (retries
+     * exhausted); the same, then a transport failure (no cause) */
+    for (k = 0; k < 3; k++) {
+        add(k + 1, NULL, now);
+        answer_http(must_send(1, now), 200, k == 0 ? CAUSED(400) : CAUSED(429), now);
+        if (k > 0) {
+            now += 10;
+            esbulk__core_tick(fx.core, now);
+            if (k == 1)
+                answer_http(must_send(1, now), 200, CAUSED(429), now);
+            else
+                answer_kind(must_send(1, now), ESBULK__ANS_NOT_SENT, now);
+        }
+        d = outcome_of(k + 1);
+        ck_assert_int_eq(d->outcome, ESBULK_OUTCOME_FAILED);
+        ck_assert_int_eq(d->err, k == 0 ? ESBULK_ERR_ITEM : ESBULK_ERR_RETRIES_EXHAUSTED);
+        if (k < 2) {
+            ck_assert_str_eq(esbulk_result_error_reason(d),
+                             k == 0 ? "top (caused by c_exception: deep)"
+                                    : "retries exhausted after 2 attempts: top (caused by "
+                                      "c_exception: deep)");
+            ck_assert_str_eq(esbulk_result_error_cause_type(d), "c_exception");
+            ck_assert_str_eq(esbulk_result_error_cause_reason(d), "deep");
+        } else {
+            ck_assert_ptr_null(esbulk_result_error_cause_type(d));
+            ck_assert_ptr_null(esbulk_result_error_cause_reason(d));
+        }
+        esbulk__doc_free(d);
+    }
     /* a 429 with a cause, then closed while it waits for its retry */
     cf.retry_max = 5;
     cf.backoff_ms = cf.backoff_max_ms = 60000;
@@ -1965,27 +1963,14 @@ END_TEST
  * its last attempt): the reason still ends with the cause. */
 START_TEST(test_long_cause_through_give_up)
 {
-    static const char head[] = "{\"items\":[{\"index\":{\"status\":429,\"error\":{\"type\":"
-                               "\"t\",\"reason\":\"";
-    static const char mid[] = "\",\"caused_by\":{\"type\":\"c_exception\",\"reason\":\"";
-    static const char tail[] = "\"}}}}]}";
-    char body[sizeof(head) + sizeof(mid) + sizeof(tail) + 6000], suffix[2200];
+    char body[7000], suffix[2200];
     esbulk__core_conf_t cf = base_conf();
     esbulk__doc_t *d;
     const char *r;
-    size_t o = 0;
     int64_t now = 1000;
     int k;
 
-    memcpy(body, head, sizeof(head) - 1);
-    o += sizeof(head) - 1;
-    memset(body + o, 'x', 3000);
-    o += 3000;
-    memcpy(body + o, mid, sizeof(mid) - 1);
-    o += sizeof(mid) - 1;
-    memset(body + o, 'y', 3000);
-    o += 3000;
-    memcpy(body + o, tail, sizeof(tail));
+    long_cause_answer(body, sizeof(body), 429, 3000, 3000);
     cf.level = ESBULK__ROUTING_OFF;
     for (k = 0; k < 2; k++) {
         cf.retry_max = k == 0 ? 0 : 5;

@@ -2,6 +2,7 @@
  * (real OpenSearch 2.19 bodies where a test cluster could produce them,
  * Elasticsearch 8 and proxy bodies as those servers send them). */
 #include "response.h"
+#include "unit_util.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -363,25 +364,11 @@ END_TEST
  * esbulk_result(3) promises (a binding cuts that ending off). */
 START_TEST(test_long_cause_kept_whole)
 {
-    static const char head[] = "{\"items\":[{\"index\":{\"status\":400,\"error\":{\"type\":"
-                               "\"t\",\"reason\":\"";
-    static const char mid[] = "\",\"caused_by\":{\"type\":\"c_exception\",\"reason\":\"";
-    static const char tail[] = "\"}}}}]}";
-    char body[sizeof(head) + sizeof(mid) + sizeof(tail) + 6000], suffix[2200];
+    char body[7000], suffix[2200];
     esbulk__resp_t resp;
-    size_t o = 0, rl, sl;
+    size_t o = long_cause_answer(body, sizeof(body), 400, 3000, 2500), rl, sl;
     int way;
 
-    memcpy(body, head, sizeof(head) - 1);
-    o += sizeof(head) - 1;
-    memset(body + o, 'x', 3000);
-    o += 3000;
-    memcpy(body + o, mid, sizeof(mid) - 1);
-    o += sizeof(mid) - 1;
-    memset(body + o, 'y', 2500);
-    o += 2500;
-    memcpy(body + o, tail, sizeof(tail) - 1);
-    o += sizeof(tail) - 1;
     for (way = 0; way < 2; way++) {
         const esbulk__item_t *it;
 

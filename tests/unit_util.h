@@ -61,4 +61,25 @@ static inline esbulk_conf_t *dead_conf(const char *delivery_ms, const char *flus
     return conf;
 }
 
+/* A bulk answer of one item with this status, whose error's reason is
+ * reason_len 'x's and whose caused_by (type c_exception) has cause_len 'y's,
+ * NUL-terminated in out; its length. */
+static inline size_t long_cause_answer(char *out, size_t size, int status, size_t reason_len,
+                                       size_t cause_len)
+{
+    int n = snprintf(out, size, "{\"items\":[{\"index\":{\"status\":%d,\"error\":{\"type\":"
+                                "\"t\",\"reason\":\"", status);
+    size_t o = (size_t)n;
+
+    ck_assert_uint_lt(o + reason_len + cause_len + 80, size);
+    memset(out + o, 'x', reason_len);
+    o += reason_len;
+    o += (size_t)snprintf(out + o, size - o,
+                          "\",\"caused_by\":{\"type\":\"c_exception\",\"reason\":\"");
+    memset(out + o, 'y', cause_len);
+    o += cause_len;
+    o += (size_t)snprintf(out + o, size - o, "\"}}}}]}");
+    return o;
+}
+
 #endif
