@@ -17,13 +17,7 @@ import (
 // read in a callback before the item is re-queued) is sent in full, and a
 // callback reads it in full again.
 func TestBodyReadFromStart(t *testing.T) {
-	index := uniqueIndex("go-esbulk-body")
-	freshIndex(t, index, "")
-	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
-		FlushInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	index, bi := freshIndexer(t, "go-esbulk-body")
 	defer bi.Close(context.Background())
 	read := strings.NewReader(`{"n":1}`)
 	if _, err := io.ReadAll(read); err != nil { // logged, say
@@ -73,13 +67,7 @@ func TestBodyReadFromStart(t *testing.T) {
 // esutil does (and the server): code that sets it on every item keeps
 // working (Add refused those items).
 func TestRetryOnConflictOnlyUpdates(t *testing.T) {
-	index := uniqueIndex("go-esbulk-roc")
-	freshIndex(t, index, "")
-	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
-		FlushInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, bi := freshIndexer(t, "go-esbulk-roc")
 	defer bi.Close(context.Background())
 	three := 3
 	results := make(chan string, 4)
@@ -113,13 +101,7 @@ func TestRetryOnConflictOnlyUpdates(t *testing.T) {
 // VersionType "external_gt", the server's other name of "external", is
 // taken as such (Add refused it).
 func TestVersionTypeExternalGt(t *testing.T) {
-	index := uniqueIndex("go-esbulk-external-gt")
-	freshIndex(t, index, "")
-	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
-		FlushInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, bi := freshIndexer(t, "go-esbulk-external-gt")
 	defer bi.Close(context.Background())
 	for _, tc := range []struct {
 		version int64
@@ -160,4 +142,18 @@ func TestFailuresOnlyRefused(t *testing.T) {
 	if bi != nil {
 		bi.Close(context.Background())
 	}
+}
+
+// freshIndexer is a new index named from prefix and an indexer that writes
+// to it, flushing every 10 ms.
+func freshIndexer(t *testing.T, prefix string) (string, esbulk.BulkIndexer) {
+	t.Helper()
+	index := uniqueIndex(prefix)
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()}, Index: index,
+		FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return index, bi
 }
