@@ -183,19 +183,14 @@ func (d *drainer) pull(wait time.Duration) int {
 		resp.Outcome = Outcome(r.outcome)
 		resp.Attempts = int(r.attempts)
 		if resp.Outcome != OutcomeIndexed {
-			resp.Error.Type = goString(r.error_type)
-			resp.Error.Reason = goString(r.error_reason)
-			if ErrCode(r.err) == ErrCodeItem {
-				// the server's caused_by: in Cause, as esutil has it, and
-				// off the end of the reason, where libesbulk appends it
-				if r.cause_reason != nil {
-					ct, cr := goString(r.cause_type), goString(r.cause_reason)
-					resp.Error.Reason = cutCause(resp.Error.Reason, ct, cr)
-					resp.Error.Cause.Type, resp.Error.Cause.Reason = ct, cr
-				}
-			} else {
-				dn.err = &Error{Code: ErrCode(r.err), Reason: resp.Error.Reason,
-					Possibly: resp.Outcome == OutcomePossibly}
+			var cause *[2]string
+			if r.cause_reason != nil {
+				cause = &[2]string{goString(r.cause_type), goString(r.cause_reason)}
+			}
+			// a nil *Error must stay a nil error
+			if e := failure(resp, ErrCode(r.err), goString(r.error_type),
+				goString(r.error_reason), cause); e != nil {
+				dn.err = e
 			}
 		}
 	}
@@ -251,6 +246,28 @@ func (d *drainer) pull(wait time.Duration) int {
 		b.cfg.OnError(b.callbackCtx(nil), &BatchError{Items: nerr, First: first})
 	}
 	return n
+}
+
+// failure fills resp.Error for an item that failed with code, the error's
+// type and reason as libesbulk gives them, and the server's caused_by
+// (nil: none), and returns the *Error its OnFailure gets: nil when the
+// server refused the item (ErrCodeItem), as esutil passes. The cause goes
+// to Cause, as esutil has it, and off the end of Reason, where libesbulk
+// appends it; the *Error keeps the whole reason, so that it says
+// everything, for a retry that ran out as for a close that left the item
+// unsent.
+func failure(resp *BulkIndexerResponseItem, code ErrCode, etype, reason string,
+	cause *[2]string) *Error {
+	resp.Error.Type = etype
+	resp.Error.Reason = reason
+	if cause != nil {
+		resp.Error.Reason = cutCause(reason, cause[0], cause[1])
+		resp.Error.Cause.Type, resp.Error.Cause.Reason = cause[0], cause[1]
+	}
+	if code == ErrCodeItem {
+		return nil
+	}
+	return &Error{Code: code, Reason: reason, Possibly: resp.Outcome == OutcomePossibly}
 }
 
 // cutCause is reason without the " (caused by <type>: <reason>)" that

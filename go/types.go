@@ -131,10 +131,11 @@ type BulkIndexerResponseItem struct {
 		Failed     int
 	}
 
-	// Error is the server's error for the item (with its caused_by in
-	// Cause, as esutil has it), or the library's own explanation (Type
-	// empty, or that of the last attempt's error) when the item failed
-	// without an answer.
+	// Error is the server's error for the item, or the library's own
+	// explanation (Type empty, or that of the last attempt's error) when
+	// the item failed without an answer. The server's caused_by, of the
+	// refusal or of the last attempt, is in Cause, as esutil has it, and
+	// not repeated at the end of Reason.
 	Error struct {
 		Type   string
 		Reason string
