@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct {
     const char *key;
@@ -75,6 +76,88 @@ const char *esbulk__conf_enum_name(esbulk__cid_t id, int v)
     return NULL;
 }
 
+/* A byte of an HTTP token (RFC 9110's tchar). */
+static int tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int esbulk__header_next(const char **p, esbulk__header_t *h, char *errstr, size_t errstr_size)
+{
+    /* what the library sends itself, or curl does for it: one of these
+     * twice, or changed, would break the request or its framing */
+    static const struct {
+        const char *name, *use;
+    } owned[] = {
+        {"authorization", "auth.username and auth.password, auth.api_key or auth.bearer"},
+        {"accept-encoding", "compression"},
+        {"content-encoding", "compression"},
+        {"content-type", NULL}, {"content-length", NULL}, {"transfer-encoding", NULL},
+        {"host", NULL}, {"connection", NULL}, {"keep-alive", NULL}, {"expect", NULL},
+        {"te", NULL}, {"trailer", NULL}, {"upgrade", NULL}, {"proxy-connection", NULL},
+    };
+    const char *line, *end, *q;
+    size_t i;
+
+    for (;;) {
+        line = *p;
+        if (*line == '\0')
+            return 0;
+        end = strchr(line, '\n');
+        *p = end != NULL ? end + 1 : line + strlen(line);
+        if (end == NULL)
+            end = *p;
+        if (end > line && end[-1] == '\r')
+            end--;
+        for (q = line; q < end && blank(*q); q++)
+            ;
+        if (q < end)
+            break; /* not blank */
+    }
+    for (q = line; q < end && tchar((unsigned char)*q); q++)
+        ;
+    if (q == line || q == end || *q != ':') {
+        esbulk__errstr(errstr, errstr_size,
+                       "http.headers: a line is not \"Name: value\" (%s)",
+                       memchr(line, ':', (size_t)(end - line)) == NULL ? "it has no ':'"
+                       : q == line ? "it does not start with a name"
+                                   : "the name holds a byte an HTTP name cannot");
+        return ESBULK_ERR_BAD_VALUE;
+    }
+    h->name = line;
+    h->name_len = (size_t)(q - line);
+    for (i = 0; i < ESBULK__ARRAY_LEN(owned); i++) {
+        if (strlen(owned[i].name) == h->name_len &&
+            strncasecmp(owned[i].name, line, h->name_len) == 0) {
+            esbulk__errstr(errstr, errstr_size, "http.headers: %.*s is the library's to set%s%s",
+                           (int)h->name_len, line, owned[i].use ? ": use " : "",
+                           owned[i].use ? owned[i].use : "");
+            return ESBULK_ERR_BAD_VALUE;
+        }
+    }
+    for (q++; q < end && blank(*q); q++)
+        ;
+    while (end > q && blank(end[-1]))
+        end--;
+    h->value = q;
+    h->value_len = (size_t)(end - q);
+    for (; q < end; q++) {
+        if ((unsigned char)*q < 0x20 ? *q != '\t' : *q == 0x7f) {
+            esbulk__errstr(errstr, errstr_size,
+                           "http.headers: the value of %.*s holds a control byte (0x%02x)",
+                           (int)h->name_len, h->name, (unsigned)(unsigned char)*q);
+            return ESBULK_ERR_BAD_VALUE;
+        }
+    }
+    return 1;
+}
+
 static esbulk_err_t parse_value(const prop_t *prop, const char *value, int64_t *num,
                                 char *errstr, size_t errstr_size)
 {
@@ -84,6 +167,16 @@ static esbulk_err_t parse_value(const prop_t *prop, const char *value, int64_t *
     switch (prop->type) {
     case ESBULK__CT_STR:
         *num = 0;
+        if (prop == &props[ESBULK__C_HTTP_HEADERS]) {
+            esbulk__header_t h;
+            const char *p = value;
+            int rc;
+
+            while ((rc = esbulk__header_next(&p, &h, errstr, errstr_size)) > 0)
+                ;
+            if (rc < 0)
+                return (esbulk_err_t)rc;
+        }
         return ESBULK_OK;
     case ESBULK__CT_BOOL:
         if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes")) {

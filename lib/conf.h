@@ -15,6 +15,7 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(AUTH_PASSWORD, "auth.password", STR, "", 0, 0, NULL, 1)                            \
     X(AUTH_API_KEY, "auth.api_key", STR, "", 0, 0, NULL, 1)                              \
     X(AUTH_BEARER, "auth.bearer", STR, "", 0, 0, NULL, 1)                                \
+    X(HTTP_HEADERS, "http.headers", STR, "", 0, 0, NULL, 1)                              \
     X(TLS_CA_FILE, "tls.ca.file", STR, "", 0, 0, NULL, 0)                                \
     X(TLS_CA_PATH, "tls.ca.path", STR, "", 0, 0, NULL, 0)                                \
     X(TLS_CERT_FILE, "tls.cert.file", STR, "", 0, 0, NULL, 0)                            \
@@ -94,6 +95,23 @@ static inline int64_t esbulk__conf_int(const esbulk_conf_t *conf, esbulk__cid_t 
 {
     return conf->num[id];
 }
+
+/* One line of an http.headers value: its name and its value, without the
+ * blanks around the value (either may be empty: an empty value is sent). */
+typedef struct {
+    const char *name, *value;
+    size_t name_len, value_len;
+} esbulk__header_t;
+
+/* The next header of the http.headers value at *p, which it moves past it:
+ * 1 with *h set, 0 at the end, or ESBULK_ERR_BAD_VALUE (negative) with
+ * errstr naming the line's fault and, once it is known, the header's name
+ * (never its value: the key is secret). Lines are separated by LF (a CR
+ * before it is dropped), blank ones skipped; a line is "Name: value", the
+ * name an HTTP token, the value without control bytes but tab. The headers
+ * the library sets itself (Authorization, Content-Type, Host, ...) are
+ * refused. */
+int esbulk__header_next(const char **p, esbulk__header_t *h, char *errstr, size_t errstr_size);
 
 /* The name of value v of ENUM property id ("off" for ROUTING_LEVEL, 2);
  * NULL when id is not an ENUM or v is out of range. */

@@ -156,7 +156,8 @@ esbulk_err_t esbulk__urls_parse(const char *list, esbulk__url_t **urls, int *n, 
 
 void esbulk__http_opts_free(esbulk__http_opts_t *opts)
 {
-    char **secrets[] = {&opts->password, &opts->api_key, &opts->bearer, &opts->key_password};
+    char **secrets[] = {&opts->password, &opts->api_key, &opts->bearer, &opts->key_password,
+                        &opts->headers};
     size_t i;
 
     for (i = 0; i < ESBULK__ARRAY_LEN(secrets); i++)
@@ -170,6 +171,7 @@ void esbulk__http_opts_free(esbulk__http_opts_t *opts)
     free(opts->cert_file);
     free(opts->key_file);
     free(opts->key_password);
+    free(opts->headers);
     memset(opts, 0, sizeof(*opts));
 }
 
@@ -201,6 +203,7 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
     COPY(cert_file, esbulk__conf_str(conf, ESBULK__C_TLS_CERT_FILE));
     COPY(key_file, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_FILE));
     COPY(key_password, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_PASSWORD));
+    COPY(headers, esbulk__conf_str(conf, ESBULK__C_HTTP_HEADERS)); /* checked by conf_set */
 #undef COPY
     if ((opts->username != NULL) + (opts->api_key != NULL) + (opts->bearer != NULL) > 1) {
         esbulk__http_opts_free(opts);
@@ -217,15 +220,16 @@ nomem:
 }
 
 /* curl_slist_append() copies each line into the list, and CURLOPT_HTTPHEADER
- * does not copy the list: the "Authorization:" lines in it are ours to wipe
- * before curl_slist_free_all() frees them. */
+ * does not copy the list: the lines that may carry credentials (an
+ * Authorization line, any of http.headers) are ours to wipe before
+ * curl_slist_free_all() frees them. A list is a few short lines: all are
+ * wiped. */
 void esbulk__http_headers_free(struct curl_slist *headers)
 {
-    static const char auth[] = "Authorization:";
     struct curl_slist *l;
 
     for (l = headers; l != NULL; l = l->next)
-        if (l->data != NULL && strncasecmp(l->data, auth, sizeof(auth) - 1) == 0)
+        if (l->data != NULL)
             esbulk__wipe_str(l->data);
     curl_slist_free_all(headers);
 }
@@ -248,6 +252,38 @@ static esbulk_err_t add_header(struct curl_slist **headers, const char *prefix, 
     return ESBULK_OK;
 }
 
+/* The lines of http.headers (checked when set): "Name: value", or "Name;"
+ * for an empty value, which curl would take for "remove Name". */
+static esbulk_err_t add_custom_headers(struct curl_slist **headers, const char *value)
+{
+    esbulk__header_t h;
+    const char *p = value;
+
+    while (esbulk__header_next(&p, &h, NULL, 0) > 0) {
+        size_t n = h.name_len + 2 + h.value_len + 1;
+        char *line = malloc(n);
+        struct curl_slist *l;
+
+        if (line == NULL)
+            return ESBULK_ERR_NOMEM;
+        memcpy(line, h.name, h.name_len);
+        if (h.value_len > 0) {
+            memcpy(line + h.name_len, ": ", 2);
+            memcpy(line + h.name_len + 2, h.value, h.value_len);
+            line[n - 1] = '\0';
+        } else {
+            memcpy(line + h.name_len, ";", 2);
+        }
+        l = curl_slist_append(*headers, line);
+        esbulk__wipe(line, n);
+        free(line);
+        if (l == NULL)
+            return ESBULK_ERR_NOMEM;
+        *headers = l;
+    }
+    return ESBULK_OK;
+}
+
 esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
                                 struct curl_slist **headers)
 {
@@ -263,6 +299,8 @@ esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
     if (opts->api_key != NULL && add_header(headers, "Authorization: ApiKey ", opts->api_key))
         return ESBULK_ERR_NOMEM;
     if (opts->bearer != NULL && add_header(headers, "Authorization: Bearer ", opts->bearer))
+        return ESBULK_ERR_NOMEM;
+    if (opts->headers != NULL && add_custom_headers(headers, opts->headers))
         return ESBULK_ERR_NOMEM;
     if (opts->ca_file != NULL)
         curl_easy_setopt(easy, CURLOPT_CAINFO, opts->ca_file);

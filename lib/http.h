@@ -30,6 +30,7 @@ void esbulk__urls_free(esbulk__url_t *urls, int n);
 typedef struct {
     char *username, *password, *api_key, *bearer;
     char *ca_file, *ca_path, *cert_file, *key_file, *key_password;
+    char *headers; /* http.headers, checked (NULL: none) */
     int insecure;
     long connect_timeout_ms, request_timeout_ms;
     size_t response_max_bytes;
@@ -41,12 +42,13 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
                                     const char *url_user, const char *url_pass);
 void esbulk__http_opts_free(esbulk__http_opts_t *opts);
 
-/* Applies opts to easy; appends auth headers to *headers, which must be
- * freed with esbulk__http_headers_free(). */
+/* Applies opts to easy; appends the auth headers and those of
+ * http.headers to *headers, which must be freed with
+ * esbulk__http_headers_free(). */
 esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
                                 struct curl_slist **headers);
-/* curl_slist_free_all() of a header list, after wiping the lines that carry
- * credentials ("Authorization:"). */
+/* curl_slist_free_all() of a header list, after wiping its lines (an
+ * Authorization line or one of http.headers may carry credentials). */
 void esbulk__http_headers_free(struct curl_slist *headers);
 
 /* A blocking request (method "GET", "PUT", "POST", "DELETE"; body may be

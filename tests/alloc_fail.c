@@ -459,7 +459,10 @@ static int run_engine(void)
         esbulk_conf_set(conf, "retry.backoff.ms", "1", NULL, 0) != ESBULK_OK ||
         esbulk_conf_set(conf, "retry.max", "3", NULL, 0) != ESBULK_OK ||
         esbulk_conf_set(conf, "delivery.timeout.ms", "3000", NULL, 0) != ESBULK_OK ||
-        esbulk_conf_set(conf, "flush.interval.ms", "5", NULL, 0) != ESBULK_OK) {
+        esbulk_conf_set(conf, "flush.interval.ms", "5", NULL, 0) != ESBULK_OK ||
+        /* two more allocations for each request's header list */
+        esbulk_conf_set(conf, "http.headers", "X-Opaque-Id: alloc-fail\nX-Empty:", NULL, 0) !=
+            ESBULK_OK) {
         esbulk_conf_destroy(conf);
         return 0;
     }

@@ -2,6 +2,7 @@
 #include "conf.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 START_TEST(test_defaults_and_set)
@@ -143,6 +144,89 @@ START_TEST(test_secrets_redacted_and_dup)
 }
 END_TEST
 
+/* http.headers: the lines a value holds, in order, as name=value pairs
+ * joined by '|', or "ERR" when esbulk__header_next refuses one. */
+static const char *header_lines(const char *value, char *out, size_t size, char *errstr,
+                                size_t errstr_size)
+{
+    esbulk__header_t h;
+    const char *p = value;
+    size_t n = 0;
+    int rc;
+
+    out[0] = '\0';
+    while ((rc = esbulk__header_next(&p, &h, errstr, errstr_size)) > 0)
+        n += (size_t)snprintf(out + n, size - n, "%s%.*s=%.*s", n > 0 ? "|" : "",
+                              (int)h.name_len, h.name, (int)h.value_len, h.value);
+    return rc < 0 ? "ERR" : out;
+}
+
+START_TEST(test_http_headers_parsed)
+{
+    char out[256], errstr[256];
+
+    ck_assert_str_eq(header_lines("", out, sizeof(out), errstr, sizeof(errstr)), "");
+    ck_assert_str_eq(header_lines("X-Opaque-Id: job-7", out, sizeof(out), errstr, sizeof(errstr)),
+                     "X-Opaque-Id=job-7");
+    /* CRLF or LF between lines, blank lines skipped, blanks around values
+     * dropped, an empty value kept, tabs inside a value kept */
+    ck_assert_str_eq(header_lines("X-A:1\r\nX-B:\n\n \t\nsecuritytenant:  global \t\n"
+                                  "X-C: a\tb\n",
+                                  out, sizeof(out), errstr, sizeof(errstr)),
+                     "X-A=1|X-B=|securitytenant=global|X-C=a\tb");
+}
+END_TEST
+
+START_TEST(test_http_headers_refused)
+{
+    static const struct {
+        const char *value, *says;
+    } bad[] = {
+        {"X-Opaque-Id job-7", "has no ':'"},
+        {" X-A: 1", "does not start with a name"},
+        {": v", "does not start with a name"},
+        {"X A: 1", "a byte an HTTP name cannot"},
+        {"X-A: 1\nX(B): 2", "a byte an HTTP name cannot"},
+        {"X-A: a\rb", "X-A holds a control byte (0x0d)"},
+        {"X-A: a\001", "X-A holds a control byte (0x01)"},
+        {"X-A: a\177", "X-A holds a control byte (0x7f)"},
+        {"X-A: 1\nauthorization: Basic c2VjcmV0", "authorization is the library's to set: use "
+                                                  "auth.username"},
+        {"Accept-Encoding: gzip", "use compression"},
+        {"CONTENT-TYPE: text/plain", "CONTENT-TYPE is the library's to set"},
+        {"Host: elsewhere", "Host is the library's to set"},
+        {"Transfer-Encoding: chunked", "library's to set"},
+        {"Expect: 100-continue", "library's to set"},
+    };
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char out[256], errstr[256];
+    size_t i;
+
+    ck_assert_ptr_nonnull(conf);
+    ck_assert_int_eq(esbulk_conf_set(conf, "http.headers", "X-Opaque-Id: ok", errstr,
+                                     sizeof(errstr)), ESBULK_OK);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        errstr[0] = '\0';
+        ck_assert_str_eq(header_lines(bad[i].value, out, sizeof(out), errstr, sizeof(errstr)),
+                         "ERR");
+        ck_assert_msg(strstr(errstr, bad[i].says) != NULL, "\"%s\": %s", bad[i].value, errstr);
+        ck_assert_msg(strstr(errstr, "http.headers") != NULL, "%s", errstr);
+        /* the key is secret: no value in the message */
+        ck_assert_ptr_null(strstr(errstr, "c2VjcmV0"));
+        ck_assert_ptr_null(strstr(errstr, "gzip"));
+        ck_assert_ptr_null(strstr(errstr, "elsewhere"));
+        /* refused by esbulk_conf_set, which keeps the value it had */
+        ck_assert_int_eq(esbulk_conf_set(conf, "http.headers", bad[i].value, NULL, 0),
+                         ESBULK_ERR_BAD_VALUE);
+        ck_assert_str_eq(esbulk__conf_str(conf, ESBULK__C_HTTP_HEADERS), "X-Opaque-Id: ok");
+    }
+    /* secret: read back redacted */
+    ck_assert_int_eq(esbulk_conf_get(conf, "http.headers", out, sizeof(out), NULL), ESBULK_OK);
+    ck_assert_str_eq(out, "[redacted]");
+    esbulk_conf_destroy(conf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("conf");
@@ -154,6 +238,8 @@ int main(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_secrets_redacted_and_dup);
     tcase_add_test(tc, test_enum_constants);
+    tcase_add_test(tc, test_http_headers_parsed);
+    tcase_add_test(tc, test_http_headers_refused);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

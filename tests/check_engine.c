@@ -726,6 +726,8 @@ typedef struct {
                                one at a time: max.inflight.per.node=1) */
     int requests;
     char path[2048];        /* the last _bulk request's path and query */
+    char head[8192];        /* the last _bulk request's head, and the last other one's */
+    char meta_head[8192];
 } recorder_t;
 
 static int read_full(int fd, char *p, size_t n)
@@ -776,6 +778,7 @@ static int recorder_one(recorder_t *r, int c)
         snprintf(r->path, sizeof(r->path), "%.*s", (int)strcspn(strstr(head, " /_bulk") + 1, " "),
                  strstr(head, " /_bulk") + 1);
         ck_assert_int_eq(esbulk__buf_add(&r->bodies, body, blen), ESBULK_OK);
+        memcpy(r->head, head, len + 1);
         pthread_mutex_unlock(&r->lock);
         ck_assert_int_eq(esbulk__buf_adds(&ans, "{\"errors\":false,\"items\":["), ESBULK_OK);
         /* action lines are the odd ones: one item each */
@@ -805,6 +808,9 @@ static int recorder_one(recorder_t *r, int c)
         }
         ck_assert_int_eq(esbulk__buf_adds(&ans, "]}"), ESBULK_OK);
     } else {
+        pthread_mutex_lock(&r->lock);
+        memcpy(r->meta_head, head, len + 1);
+        pthread_mutex_unlock(&r->lock);
         ck_assert_int_eq(esbulk__buf_adds(&ans, "{}"), ESBULK_OK);
     }
     free(body);
@@ -987,6 +993,45 @@ START_TEST(test_request_bodies_are_the_lines)
     }
     ck_assert_uint_eq(off, rec.bodies.len);
     free(big);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
+/* http.headers go with every request, bulk and metadata, as set: an empty
+ * value sent empty (not dropped, as curl drops "Name:"). */
+START_TEST(test_custom_headers_sent)
+{
+    esbulk_conf_t *conf;
+    recorder_t rec;
+    pthread_t th;
+    char errstr[256];
+    esbulk_t *eb;
+    int n;
+
+    conf = recorder_conf(&rec, &th, "10");
+    ck_assert_int_eq(esbulk_conf_set(conf, "http.headers",
+                                     "X-Opaque-Id: job-7\r\nsecuritytenant:  t1 \n\nX-Empty:",
+                                     errstr, sizeof(errstr)), ESBULK_OK);
+    eb = counted_handle(conf);
+    for (n = 0; n < 3; n++) {
+        char id[16];
+
+        snprintf(id, sizeof(id), "id%d", n);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "idx", id, strlen(id), NULL, 0, "{}", 2,
+                                    NULL, errstr, sizeof(errstr)), ESBULK_OK);
+    }
+    ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 3);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    ck_assert_int_eq(rec.requests, 1);
+    ck_assert_ptr_nonnull(strstr(rec.head, "\r\nX-Opaque-Id: job-7\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.head, "\r\nsecuritytenant: t1\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.head, "\r\nX-Empty:\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.head, "\r\nContent-Type: application/x-ndjson\r\n"));
+    /* the handle's first look at the cluster (GET /) carries them too */
+    ck_assert_ptr_nonnull(strstr(rec.meta_head, "\r\nX-Opaque-Id: job-7\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.meta_head, "\r\nX-Empty:\r\n"));
     esbulk__buf_free(&rec.bodies);
 }
 END_TEST
@@ -1914,6 +1959,7 @@ int main(void)
     tcase_add_test(handle, test_interval_wakes_sleeping_io);
     tcase_add_test(handle, test_flush_timed_out_still_sends);
     tcase_add_test(handle, test_request_bodies_are_the_lines);
+    tcase_add_test(handle, test_custom_headers_sent);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
     tcase_add_test(handle, test_polled_results_not_waited_for);

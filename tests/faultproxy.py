@@ -5,6 +5,7 @@
         [--forbid PREFIX]... [--unreachable-nodes] [--pidfile F] [--max-seconds N] \
         [--max-body N] [--fail-first N:STATUS[:KIND]] [--fail-every K:STATUS[:KIND]] \
         [--skip-bulk N] [--drop-after-send N] [--garbage N] [--require-auth VALUE] \
+        [--require-header "NAME: VALUE"]... \
         [--tls CERT KEY] [--slow-meta SECONDS] [--stall-file F] [--log FILE]
 
 --forbid PREFIX        answer 403 (security_exception) to paths starting with PREFIX
@@ -17,6 +18,10 @@ Faults (checked in this order; a request gets at most one):
 --require-auth VALUE   answer 401 (security_exception) to any request whose
                        Authorization header is not exactly VALUE ("Basic dTpw",
                        "ApiKey abc", "Bearer tok")
+--require-header "NAME: VALUE"
+                       answer 403 (security_exception) to any request that does
+                       not carry header NAME exactly once, with exactly VALUE
+                       (empty: an empty value); repeatable
 --max-body N           answer 413 with nginx's HTML page to any request whose body
                        is larger than N bytes (the body is read first)
 --skip-bulk N          the first N _bulk requests (path contains "_bulk") pass
@@ -77,6 +82,11 @@ FORBIDDEN = json.dumps({
 UNAUTHORIZED = json.dumps({
     "error": {"type": "security_exception", "reason": "missing authentication credentials"},
     "status": 401}).encode()
+
+MISSING_HEADER = json.dumps({
+    "error": {"type": "security_exception",
+              "reason": "a required header is missing or wrong (fault proxy)"},
+    "status": 403}).encode()
 
 # nginx's wording of its error pages
 NGINX_TEXT = {
@@ -152,6 +162,7 @@ def main():
     ap.add_argument("--drop-after-send", type=int, default=0)
     ap.add_argument("--garbage", type=int, default=0)
     ap.add_argument("--require-auth")
+    ap.add_argument("--require-header", action="append", default=[])
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--slow-meta", type=float, default=0.0)
     ap.add_argument("--stall-file")
@@ -242,6 +253,11 @@ def main():
                 log(self.command, path, nbytes, 401, "auth")
                 return self.reply(401, UNAUTHORIZED, "application/json; charset=UTF-8",
                                   {"WWW-Authenticate": 'Basic realm="security" charset="UTF-8"'})
+            for want in args.require_header:
+                name, _, value = want.partition(":")
+                if self.headers.get_all(name.strip()) != [value.strip()]:
+                    log(self.command, path, nbytes, 403, "header")
+                    return self.reply(403, MISSING_HEADER, "application/json")
             if args.max_body is not None and nbytes > args.max_body:
                 log(self.command, path, nbytes, 413, "max-body")
                 return self.reply(413, html_page(413), "text/html")

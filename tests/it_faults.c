@@ -16,6 +16,7 @@
  *   garbage           --garbage 2
  *   auth VARIANT      --require-auth "Basic <u:pw-s3cr3t>" | "ApiKey key-s3cr3t" |
  *                     "Bearer tok-s3cr3t"         (VARIANT basic, apikey, bearer)
+ *   headers           --require-header "X-Opaque-Id: it-faults-7" (and two more)
  *   tls CA_FILE       --tls server.pem server.key, PROXY_URL https://...
  *
  * Every handle sets topology.discovery=false: with discovery the library would
@@ -858,6 +859,66 @@ static void mode_auth(const char *variant)
 }
 
 /* ------------------------------------------------------------------------- */
+/* headers: the proxy wants three headers on every request (http.headers). */
+
+static void mode_headers(void)
+{
+    /* CRLF and LF between the lines, a blank line, blanks around a value,
+     * an empty value */
+    const char *all = "X-Opaque-Id: it-faults-7\r\nsecuritytenant:  tenant-" SECRET
+                      " \n\nX-Empty:\n";
+    const char *kv_all[] = {"routing.level", "off", "http.headers", all, NULL};
+    const char *kv_some[] = {"routing.level", "off", "http.headers", "X-Opaque-Id: it-faults-7",
+                             NULL};
+    const char *kv_none[] = {"routing.level", "off", NULL};
+    const char *const *kvs[] = {kv_some, kv_none};
+    const char *index = "it-faults-headers";
+    size_t n = 100, from = n, indexed, i, k;
+    char errstr[512], *text = NULL;
+
+    fresh_index(index, 3);
+    seen_reset(3 * n);
+    log_len = 0;
+    indexed = run_batch("headers/all", kv_all, index, 0, n, &text);
+    check(indexed == n, "headers: with all three headers, all %zu indexed (%zu; %.120s)", n,
+          indexed, seen[0].reason);
+    check(strstr(text, "tenant-" SECRET) == NULL && !log_contains("tenant-" SECRET),
+          "headers: a header's value appears in no statistics or log");
+    esbulk_free(text);
+    /* the proxy refuses a request without one of them: every document fails */
+    for (k = 0; k < 2; k++, from += n) {
+        size_t ok = 0;
+
+        run_batch(k == 0 ? "headers/some" : "headers/none", kvs[k], index, from, n, &text);
+        esbulk_free(text);
+        for (i = from; i < from + n; i++)
+            ok += seen[i].outcome == ESBULK_OUTCOME_FAILED && seen[i].err == ESBULK_ERR_AUTH &&
+                  seen[i].status == 403;
+        check(ok == n, "headers: with %s, %zu of %zu FAILED with ERR_AUTH, status 403 (%.120s)",
+              k == 0 ? "one header of three" : "none", ok, n, seen[from].reason);
+    }
+    /* the topology's own requests carry them too */
+    for (k = 0; k < 2; k++) {
+        esbulk_conf_t *conf = conf_for(k == 0 ? kv_all : kv_some);
+        esbulk_topology_t *topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
+        char *desc = topo ? esbulk_topology_describe(topo, index, errstr, sizeof(errstr)) : NULL;
+
+        if (k == 0)
+            check(desc != NULL, "headers: the topology reads the index with the headers: %s",
+                  desc ? "ok" : errstr);
+        else
+            check(desc == NULL && strstr(errstr, "403") != NULL,
+                  "headers: the topology's requests without them are refused: %s",
+                  desc ? "it read the index" : errstr);
+        esbulk_free(desc);
+        esbulk_topology_destroy(topo);
+        esbulk_conf_destroy(conf);
+    }
+    check(count_of(index) == (long)n, "headers: index count %ld equals the %zu indexed",
+          count_of(index), n);
+}
+
+/* ------------------------------------------------------------------------- */
 /* tls: the proxy serves HTTPS with a certificate of a throwaway CA. */
 
 static void mode_tls(const char *ca_file)
@@ -954,6 +1015,8 @@ int main(int argc, char **argv)
         mode_encoding();
     else if (strcmp(mode, "auth") == 0 && arg != NULL)
         mode_auth(arg);
+    else if (strcmp(mode, "headers") == 0)
+        mode_headers();
     else if (strcmp(mode, "tls") == 0 && arg != NULL)
         mode_tls(arg);
     else

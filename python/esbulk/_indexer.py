@@ -84,7 +84,7 @@ _ErrorFields = Tuple[Optional[str], Optional[str], Optional[bytes], Optional[str
 # with its dots as underscores.
 CONF_KEYS = (
     "urls", "connect.timeout.ms", "request.timeout.ms", "response.max.bytes",
-    "auth.username", "auth.password", "auth.api_key", "auth.bearer",
+    "auth.username", "auth.password", "auth.api_key", "auth.bearer", "http.headers",
     "tls.ca.file", "tls.ca.path", "tls.cert.file", "tls.key.file", "tls.key.password",
     "tls.insecure", "topology.discovery", "topology.refresh.interval.ms", "topology.wait.ms",
     "topology.idle.ms", "node.recheck.ms", "log.level", "routing.level", "flush.docs",
