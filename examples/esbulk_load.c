@@ -35,6 +35,7 @@
 #define EXIT_USAGE 2
 #define MAX_URLS 64
 #define MAX_SETS 128
+#define MAX_HEADERS 64
 #define SHOWN_FAILURES 20  /* failures printed in detail on stderr */
 #define LOG_REPEAT_NS (60 * 1000000000LL) /* a library message said again after */
 #define POLL_EVERY 1000    /* lines between esbulk_poll(eb, 0) calls */
@@ -76,6 +77,8 @@ static const char *load_help =
     "Connection:\n"
     "  --url URL             a node URL (repeatable); default http://127.0.0.1:9200\n"
     "  --user U --password P | --api-key K | --bearer T\n"
+    "  -H, --header 'NAME: VALUE'  an HTTP header for every request, such as\n"
+    "                        'X-Opaque-Id: nightly' (repeatable; http.headers)\n"
     "  --insecure            do not verify TLS certificates\n"
     "  --ca-file F           CA certificates to verify the server with\n"
     "\n"
@@ -1543,7 +1546,7 @@ enum {
     O_FORMAT = 256, O_URL, O_INDEX, O_OP, O_ID_FIELD, O_ROUTING_FIELD, O_ID_GENERATE,
     O_FLUSH_DOCS, O_FLUSH_BYTES, O_FLUSH_INTERVAL, O_INFLIGHT, O_ROUTING_LEVEL, O_COMPRESSION,
     O_USER, O_PASSWORD, O_API_KEY, O_BEARER, O_INSECURE, O_CA_FILE, O_SET, O_FAILED, O_QUIET,
-    O_STATS, O_HELP
+    O_STATS, O_HELP, O_HEADER = 'H'
 };
 
 static const struct option load_opts[] = {
@@ -1564,6 +1567,7 @@ static const struct option load_opts[] = {
     {"password", required_argument, NULL, O_PASSWORD},
     {"api-key", required_argument, NULL, O_API_KEY},
     {"bearer", required_argument, NULL, O_BEARER},
+    {"header", required_argument, NULL, O_HEADER},
     {"insecure", no_argument, NULL, O_INSECURE},
     {"ca-file", required_argument, NULL, O_CA_FILE},
     {"set", required_argument, NULL, O_SET},
@@ -1586,6 +1590,35 @@ static int conf_put(esbulk_conf_t *conf, const kv_t *kv)
         return EXIT_USAGE;
     }
     return 0;
+}
+
+/* Sets key to the n items joined by sep (in *joined, the caller's to free),
+ * as option said them. */
+static int conf_put_list(esbulk_conf_t *conf, const char *key, const char *option,
+                         const char *const *items, int n, char sep, char **joined)
+{
+    size_t len = 1, off = 0, k;
+    kv_t kv;
+    int i;
+
+    for (i = 0; i < n; i++)
+        len += strlen(items[i]) + 1;
+    if ((*joined = malloc(len)) == NULL) {
+        fprintf(stderr, "esbulk load: out of memory\n");
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        if (i > 0)
+            (*joined)[off++] = sep;
+        k = strlen(items[i]);
+        memcpy(*joined + off, items[i], k);
+        off += k;
+    }
+    (*joined)[off] = '\0';
+    kv.key = key;
+    kv.value = *joined;
+    kv.option = option;
+    return conf_put(conf, &kv);
 }
 
 static int conf_is(const esbulk_conf_t *conf, const char *key, const char *value)
@@ -1616,10 +1649,10 @@ int esbulk_cmd_load(int argc, char **argv)
         {"body.validate", "true", "default"},
     };
     kv_t opts[64], sets[MAX_SETS];
-    const char *urls[MAX_URLS];
-    int nopts = 0, nsets = 0, nurls = 0, c, i, li, rc = 0, fatal = 0;
+    const char *urls[MAX_URLS], *headers[MAX_HEADERS];
+    int nopts = 0, nsets = 0, nurls = 0, nheaders = 0, c, i, li, rc = 0, fatal = 0;
     char optnames[64][32];
-    char *urlbuf = NULL, errstr[512], *stats_text;
+    char *urlbuf = NULL, *headerbuf = NULL, errstr[512], *stats_text;
     esbulk_conf_t *conf = NULL;
     json_t *stats = NULL;
     esbulk_topology_t *topo;
@@ -1634,7 +1667,7 @@ int esbulk_cmd_load(int argc, char **argv)
     interrupted = 0;
     optind = 1;
     opterr = 0; /* the message is load's own, said once (":": a missing argument) */
-    while ((li = -1, c = getopt_long(argc, argv, ":", load_opts, &li)) != -1) {
+    while ((li = -1, c = getopt_long(argc, argv, ":H:", load_opts, &li)) != -1) {
         const char *key = NULL;
 
         if (nopts == (int)(sizeof(opts) / sizeof(opts[0])))
@@ -1651,6 +1684,11 @@ int esbulk_cmd_load(int argc, char **argv)
             if (nurls == MAX_URLS)
                 return usage_error("too many --url options%s", "");
             urls[nurls++] = optarg;
+            break;
+        case O_HEADER:
+            if (nheaders == MAX_HEADERS)
+                return usage_error("too many --header options%s", "");
+            headers[nheaders++] = optarg;
             break;
         case O_INDEX:
             if (*optarg == '\0')
@@ -1770,28 +1808,11 @@ int esbulk_cmd_load(int argc, char **argv)
     for (i = 0; i < (int)(sizeof(load_defaults) / sizeof(load_defaults[0])); i++)
         if ((rc = conf_put(conf, &load_defaults[i])) != 0)
             goto out;
-    if (nurls > 0) {
-        size_t len = 0;
-        kv_t kv;
-
-        for (i = 0; i < nurls; i++)
-            len += strlen(urls[i]) + 1;
-        if ((urlbuf = malloc(len)) == NULL) {
-            rc = 1;
-            goto out;
-        }
-        urlbuf[0] = '\0';
-        for (i = 0; i < nurls; i++) {
-            if (i > 0)
-                strcat(urlbuf, ",");
-            strcat(urlbuf, urls[i]);
-        }
-        kv.key = "urls";
-        kv.value = urlbuf;
-        kv.option = "--url";
-        if ((rc = conf_put(conf, &kv)) != 0)
-            goto out;
-    }
+    if (nurls > 0 && (rc = conf_put_list(conf, "urls", "--url", urls, nurls, ',', &urlbuf)))
+        goto out;
+    if (nheaders > 0 &&
+        (rc = conf_put_list(conf, "http.headers", "--header", headers, nheaders, '\n', &headerbuf)))
+        goto out;
     for (i = 0; i < nopts; i++)
         if ((rc = conf_put(conf, &opts[i])) != 0)
             goto out;
@@ -1958,6 +1979,7 @@ out:
     free(L.scratch);
     esbulk_docopts_destroy(L.docopts);
     free(urlbuf);
+    free(headerbuf);
     esbulk_conf_destroy(conf);
     return rc;
 }
