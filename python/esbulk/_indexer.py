@@ -117,13 +117,18 @@ def conf_key(name: str) -> str:
     return _PY_KEYS.get(name, name.replace("_", "."))
 
 
-def conf_value(value: Any) -> str:
+def conf_value(value: Any, key: str = "") -> str:
+    """A keyword's value as the library's string: a bool as true/false, a
+    list comma-separated (urls); for http.headers a mapping or a list of
+    "Name: value" strings as one line each."""
     if value is True:
         return "true"
     if value is False:
         return "false"
+    if isinstance(value, Mapping):
+        return "\n".join("%s: %s" % (k, v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
+        return ("\n" if key == "http.headers" else ",").join(str(v) for v in value)
     return str(value)
 
 
@@ -615,7 +620,7 @@ class Indexer:
             settings.append(("urls", urls))
         for name, value in conf.items():
             if value is not None:
-                settings.append((conf_key(name), conf_value(value)))
+                settings.append((conf_key(name), conf_value(value, conf_key(name))))
         self._keep_body = any(k == "result.keep_body" and v == "true" for k, v in settings)
         c = lib.esbulk_conf_new()
         if not c:

@@ -102,9 +102,20 @@ def _auth_from_header(value: str) -> Dict[str, str]:
     return {}
 
 
+# Headers of a client that are not the user's to pass on: the credentials
+# (read apart above), the client's own defaults (its user agent, content
+# type, accept), and those the library sets itself (esbulk-config(7),
+# http.headers), lower-case as they are gathered.
+_CLIENT_HEADERS = frozenset((
+    "authorization", "user-agent", "accept", "content-type", "accept-encoding",
+    "content-encoding", "content-length", "transfer-encoding", "host", "connection",
+    "keep-alive", "expect", "te", "trailer", "upgrade", "proxy-connection"))
+
+
 def client_conf(client: Any) -> Dict[str, str]:
     """libesbulk configuration from an opensearch-py / elasticsearch-py client
-    (urls, credentials, TLS), or from a URL / list of URLs."""
+    (urls, credentials, TLS, the headers it was given), or from a URL / list
+    of URLs."""
     if isinstance(client, (str, bytes)):
         client = [client]
     if isinstance(client, (list, tuple)):
@@ -162,6 +173,12 @@ def client_conf(client: Any) -> Dict[str, str]:
         raise TypeError("esbulk.helpers: cannot read the hosts of %r" % (client,))
     if "authorization" in headers and "auth.username" not in conf:
         conf.update(_auth_from_header(str(headers["authorization"])))
+    # the client's other headers (X-Opaque-Id, securitytenant, ...) go with
+    # every request as they did with the client: they were dropped
+    extra = ["%s: %s" % (k, v) for k, v in headers.items()
+             if k not in _CLIENT_HEADERS and v is not None]
+    if extra:
+        conf["http.headers"] = "\n".join(extra)
     conf["urls"] = ",".join(urls)
     return conf
 

@@ -696,3 +696,37 @@ def test_client_conf_reads_the_clients_timeout(url, make_index, monkeypatch):
     assert helpers.bulk(OpenSearch([url], timeout=120), acts) == (1, [])
     assert helpers.bulk(OpenSearch([url], timeout=120), acts, request_timeout=5) == (1, [])
     assert made == ["120000", "5000"]
+
+
+def test_client_conf_passes_the_clients_own_headers_on():
+    """A client made with headers={"X-Opaque-Id": ...} (or securitytenant for
+    OpenSearch's security plugin) sent them with every request; client_conf
+    read only Authorization out of them and dropped the rest, so the helpers'
+    requests went without them. They go to http.headers now, without the
+    client's own defaults (user agent, content type) and the credentials."""
+    from opensearchpy import RequestsHttpConnection
+
+    want = {"x-opaque-id: job-7", "securitytenant: global_tenant"}
+    for kw in ({}, {"connection_class": RequestsHttpConnection}):
+        c = OpenSearch(["http://es1.example:9200"], http_auth=("u", "p"),
+                       headers={"X-Opaque-Id": "job-7", "securitytenant": "global_tenant"}, **kw)
+        conf = helpers.client_conf(c)
+        assert set(conf["http.headers"].split("\n")) == want, conf
+        assert (conf["auth.username"], conf["auth.password"]) == ("u", "p")
+    # nothing of the user's: no key
+    assert "http.headers" not in helpers.client_conf(OpenSearch(["http://es1.example:9200"]))
+    c = OpenSearch(["http://es1.example:9200"], headers={"Authorization": "Bearer tok"})
+    assert "http.headers" not in helpers.client_conf(c)
+
+
+def test_indexer_http_headers_as_a_dict_or_lines(url, make_index):
+    """http_headers takes a dict or "Name: value" lines; a header the library
+    sets itself is refused by name, before anything is sent."""
+    index = make_index()
+    for h in ({"X-Opaque-Id": "py-test"}, ["X-Opaque-Id: py-test", "X-Other: 1"]):
+        with esbulk.Indexer(url, http_headers=h) as ix:
+            ix.add(index, {"n": 1}, id="a")
+            ix.flush()
+    assert count(index) == 1
+    with pytest.raises(esbulk.ConfigError, match="Content-Type is the library's to set"):
+        esbulk.Indexer(url, http_headers={"Content-Type": "text/plain"})
