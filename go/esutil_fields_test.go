@@ -234,3 +234,74 @@ func TestFlushedBytes(t *testing.T) {
 		}
 	}
 }
+
+// Header (esutil's global request header) goes with every request, the
+// metadata reads and the bulk requests; a header the library sets itself,
+// a line break, and Header with Config["http.headers"] too are refused by
+// NewBulkIndexer.
+func TestConfigHeader(t *testing.T) {
+	for _, tc := range []struct {
+		h    http.Header
+		cfg  map[string]string
+		says string
+	}{
+		{http.Header{"Content-Type": {"text/plain"}}, nil, "Content-Type is the library's to set"},
+		{http.Header{"Authorization": {"Basic eA=="}}, nil, "use auth.username"},
+		{http.Header{"X-A": {"1\r\nX-B: 2"}}, nil, "line break"},
+		{http.Header{"X-A": {"1"}}, map[string]string{"http.headers": "X-A: 1"}, "both set"},
+	} {
+		bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{clusterURL()},
+			Header: tc.h, Config: tc.cfg})
+		var e *esbulk.Error
+		if err == nil {
+			_ = closeWithin(t, bi, time.Second)
+			t.Errorf("Header %v: accepted", tc.h)
+		} else if !errors.As(err, &e) || !strings.Contains(e.Reason, tc.says) || !strings.Contains(e.Reason, "Header") {
+			t.Errorf("Header %v: %v, want an *Error naming Header and saying %q", tc.h, err, tc.says)
+		}
+	}
+
+	target, _ := url.Parse(clusterURL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	var bulks, metas, without int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if r.Header.Get("X-Opaque-Id") != "go-test" || strings.Join(r.Header.Values("X-Multi"), ",") != "1,2" {
+			without++
+		} else if strings.HasSuffix(r.URL.Path, "/_bulk") {
+			bulks++
+		} else {
+			metas++
+		}
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	index := uniqueIndex("go-esbulk-header")
+	freshIndex(t, index, "")
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{Addresses: []string{srv.URL},
+		Index: index, Header: http.Header{"X-Opaque-Id": {"go-test"}, "X-Multi": {"1", "2"}},
+		// through the proxy: the nodes' own addresses would go around it
+		Config: map[string]string{"topology.discovery": "false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Action: "index",
+			DocumentID: strconv.Itoa(i), Body: strings.NewReader(`{"n":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := closeWithin(t, bi, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := bi.Stats(); st.NumIndexed != 20 {
+		t.Errorf("indexed %d of 20", st.NumIndexed)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if without != 0 || bulks == 0 || metas == 0 {
+		t.Errorf("requests with the headers: %d bulk, %d metadata; without: %d", bulks, metas, without)
+	}
+}

@@ -65,7 +65,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,7 +211,31 @@ var fieldOf = map[string]string{
 	"tls.insecure": "InsecureSkipVerify", "routing.level": "RoutingLevel", "retry.max": "RetryMax",
 	"retry.backoff.ms": "RetryBackoff", "retry.backoff.max.ms": "RetryBackoffMax",
 	"delivery.timeout.ms": "DeliveryTimeout", "buffer.max.bytes": "BufferMaxBytes",
-	"buffer.max.docs": "BufferMaxDocs", "request.timeout.ms": "Timeout",
+	"buffer.max.docs": "BufferMaxDocs", "request.timeout.ms": "Timeout", "http.headers": "Header",
+}
+
+// headerLines is h as http.headers: a "Name: value" line for each value,
+// the names sorted (a canonical order: http.Header is a map).
+func headerLines(h http.Header) (string, error) {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		for _, v := range h[name] {
+			if strings.ContainsAny(name, "\r\n") || strings.ContainsAny(v, "\r\n") {
+				return "", &Error{Code: ErrCodeInvalidArg,
+					Reason: "BulkIndexerConfig.Header " + strconv.Quote(name) + " holds a line break"}
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(name + ": " + v)
+		}
+	}
+	return b.String(), nil
 }
 
 // settings turns the config into libesbulk keys and values, in order.
@@ -312,6 +338,17 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 				Reason: "BulkIndexerConfig.Timeout and Config[\"request.timeout.ms\"] are both set: set one"}
 		}
 		set("request.timeout.ms", ms(cfg.Timeout))
+	}
+	if len(cfg.Header) > 0 {
+		if _, ok := cfg.Config["http.headers"]; ok {
+			return nil, &Error{Code: ErrCodeInvalidArg,
+				Reason: "BulkIndexerConfig.Header and Config[\"http.headers\"] are both set: set one"}
+		}
+		lines, err := headerLines(cfg.Header)
+		if err != nil {
+			return nil, err
+		}
+		set("http.headers", lines)
 	}
 	if cfg.DebugLogger != nil {
 		// every line the handle makes (Config["log.level"] may lower it)

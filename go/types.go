@@ -3,6 +3,7 @@ package esbulk
 import (
 	"context"
 	"io"
+	"net/http"
 	"strconv"
 	"time"
 )
@@ -244,6 +245,15 @@ type BulkIndexerConfig struct {
 	// refused, and so is a Timeout with Config["request.timeout.ms"] set
 	// too (one of the two).
 	Timeout time.Duration
+
+	// Header is sent with every request, bulk and metadata, as esutil's
+	// global HTTP request header (http.headers): for example X-Opaque-Id,
+	// to find the requests in the server's tasks and slow logs, or
+	// securitytenant for OpenSearch's security plugin. A header the library
+	// sets itself (Authorization: use Username/Password or APIKey;
+	// Content-Type, Host, Accept-Encoding, ...) is refused by
+	// NewBulkIndexer, and so is Header with Config["http.headers"] too.
+	Header http.Header
 
 	// Addresses are the seed URLs of the cluster (urls), such as
 	// "http://127.0.0.1:9200".
