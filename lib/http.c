@@ -234,22 +234,29 @@ void esbulk__http_headers_free(struct curl_slist *headers)
     curl_slist_free_all(headers);
 }
 
-static esbulk_err_t add_header(struct curl_slist **headers, const char *prefix, const char *value)
+/* Appends line (n bytes allocated) to *headers, then wipes and frees it
+ * (the list has its own copy). */
+static esbulk_err_t append_line(struct curl_slist **headers, char *line, size_t n)
 {
-    size_t n = strlen(prefix) + strlen(value) + 1;
-    char *line = malloc(n);
-    struct curl_slist *l;
+    struct curl_slist *l = curl_slist_append(*headers, line);
 
-    if (line == NULL)
-        return ESBULK_ERR_NOMEM;
-    snprintf(line, n, "%s%s", prefix, value);
-    l = curl_slist_append(*headers, line);
     esbulk__wipe(line, n);
     free(line);
     if (l == NULL)
         return ESBULK_ERR_NOMEM;
     *headers = l;
     return ESBULK_OK;
+}
+
+static esbulk_err_t add_header(struct curl_slist **headers, const char *prefix, const char *value)
+{
+    size_t n = strlen(prefix) + strlen(value) + 1;
+    char *line = malloc(n);
+
+    if (line == NULL)
+        return ESBULK_ERR_NOMEM;
+    snprintf(line, n, "%s%s", prefix, value);
+    return append_line(headers, line, n);
 }
 
 /* The lines of http.headers (checked when set): "Name: value", or "Name;"
@@ -262,7 +269,6 @@ static esbulk_err_t add_custom_headers(struct curl_slist **headers, const char *
     while (esbulk__header_next(&p, &h, NULL, 0) > 0) {
         size_t n = h.name_len + 2 + h.value_len + 1;
         char *line = malloc(n);
-        struct curl_slist *l;
 
         if (line == NULL)
             return ESBULK_ERR_NOMEM;
@@ -274,12 +280,8 @@ static esbulk_err_t add_custom_headers(struct curl_slist **headers, const char *
         } else {
             memcpy(line + h.name_len, ";", 2);
         }
-        l = curl_slist_append(*headers, line);
-        esbulk__wipe(line, n);
-        free(line);
-        if (l == NULL)
+        if (append_line(headers, line, n) != ESBULK_OK)
             return ESBULK_ERR_NOMEM;
-        *headers = l;
     }
     return ESBULK_OK;
 }
