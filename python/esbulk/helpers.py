@@ -171,16 +171,42 @@ def client_conf(client: Any) -> Dict[str, str]:
             headers[k.lower()] = v
     if not urls:
         raise TypeError("esbulk.helpers: cannot read the hosts of %r" % (client,))
-    if "authorization" in headers and "auth.username" not in conf:
-        conf.update(_auth_from_header(str(headers["authorization"])))
-    # the client's other headers (X-Opaque-Id, securitytenant, ...) go with
-    # every request as they did with the client: they were dropped
-    extra = ["%s: %s" % (k, v) for k, v in headers.items()
-             if k not in _CLIENT_HEADERS and v is not None]
-    if extra:
-        conf["http.headers"] = "\n".join(extra)
+    _pass_headers(conf, headers)
     conf["urls"] = ",".join(urls)
     return conf
+
+
+_AUTH_KEYS = ("auth.username", "auth.password", "auth.api_key", "auth.bearer")
+
+
+def _set_auth(conf: Dict[str, Any], auth: Dict[str, str]) -> None:
+    """auth (auth.* keys) in place of the credentials conf has, if any."""
+    if auth:
+        for k in _AUTH_KEYS:
+            conf.pop(k, None)
+        conf.update(auth)
+
+
+def _pass_headers(conf: Dict[str, Any], headers: Mapping[str, Any],
+                  override: bool = False) -> None:
+    """Puts the headers a client, or a helper call's headers=, would send
+    into conf: credentials in Authorization as the auth.* keys (a client's
+    only when it had no user; a call's, override, in place of the
+    client's), the others (X-Opaque-Id, securitytenant, ...) in
+    http.headers, over the same names there; the client's own defaults
+    (_CLIENT_HEADERS) are left out. Before, all but Authorization were
+    dropped, and the requests went without them."""
+    h = {k.lower(): v for k, v in headers.items() if v is not None}
+    if "authorization" in h and (override or "auth.username" not in conf):
+        _set_auth(conf, _auth_from_header(str(h["authorization"])))
+    merged: Dict[str, str] = {}
+    for line in str(conf.get("http.headers") or "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon:
+            merged[name.strip().lower()] = value.strip()
+    merged.update((k, str(v)) for k, v in h.items() if k not in _CLIENT_HEADERS)
+    if merged:
+        conf["http.headers"] = "\n".join("%s: %s" % kv for kv in merged.items())
 
 
 _META_SET = frozenset(_META)
@@ -288,6 +314,27 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
                  kwargs: Dict[str, Any], meta: bool = True
                  ) -> Tuple[Indexer, Optional[str], int]:
     conf: Dict[str, Any] = dict(client_conf(client))
+    # what opensearch-py takes per call and sends as headers (client.bulk's
+    # headers=, opaque_id=, http_auth=, api_key=): with the client's, the
+    # call's winning (they raised TypeError, "unsupported argument")
+    headers = dict(kwargs.pop("headers", None) or {})
+    if kwargs.get("opaque_id") is not None:
+        headers["x-opaque-id"] = kwargs["opaque_id"]
+    kwargs.pop("opaque_id", None)
+    http_auth, api_key = kwargs.pop("http_auth", None), kwargs.pop("api_key", None)
+    if http_auth is not None and api_key is not None:
+        raise ValueError("Only one of 'http_auth' and 'api_key' may be passed at a time")
+    for cred, scheme in ((http_auth, "Basic"), (api_key, "ApiKey")):
+        if cred is not None:
+            # (user, password) / (id, key) or "user:password" / "id:key";
+            # else the base64 of it, as opensearch-py sends a string
+            if isinstance(cred, (tuple, list)):
+                cred = ":".join(str(c) for c in cred)
+            cred = str(cred)
+            if ":" in cred:
+                cred = base64.b64encode(cred.encode("utf-8")).decode("ascii")
+            headers["authorization"] = "%s %s" % (scheme, cred)
+    _pass_headers(conf, headers, override=True)
     # the items yielded carry _seq_no, _primary_term and _version, as
     # opensearch-py's do; bulk(), which only counts successes, does not ask
     # the server for them (they cost it some 3% of its indexing rate)

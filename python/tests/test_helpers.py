@@ -730,3 +730,36 @@ def test_indexer_http_headers_as_a_dict_or_lines(url, make_index):
     assert count(index) == 1
     with pytest.raises(esbulk.ConfigError, match="Content-Type is the library's to set"):
         esbulk.Indexer(url, http_headers={"Content-Type": "text/plain"})
+
+
+def test_a_calls_headers_and_credentials_go_with_its_requests():
+    """opensearch-py takes headers=, opaque_id=, http_auth= and api_key= on a
+    helpers call (they go to client.bulk); ours raised TypeError. They go to
+    http.headers and the auth.* keys now, the call's over the client's."""
+    conf = {"http.headers": "x-opaque-id: client\nx-keep: 1", "auth.username": "u",
+            "auth.password": "p"}
+    helpers._pass_headers(conf, {"X-Opaque-Id": "call", "User-Agent": "ua",
+                                 "Authorization": "Bearer tok"}, override=True)
+    assert set(conf["http.headers"].split("\n")) == {"x-opaque-id: call", "x-keep: 1"}
+    assert conf["auth.bearer"] == "tok" and "auth.username" not in conf
+    # a client's Authorization does not replace a user it has
+    conf = {"auth.username": "u", "auth.password": "p"}
+    helpers._pass_headers(conf, {"Authorization": "Bearer tok"})
+    assert (conf["auth.username"], "auth.bearer" in conf) == ("u", False)
+
+    c = OpenSearch(["http://es1.example:9200"], http_auth=("u", "p"))
+    ix, _, _ = helpers._indexer_for(c, 500, 100 << 20, 0,
+                                    {"opaque_id": "job-9", "api_key": ("id", "key"),
+                                     "headers": {"securitytenant": "t"}})
+    ix.close()
+    with pytest.raises(ValueError, match="Only one of"):
+        helpers._indexer_for(c, 500, 100 << 20, 0, {"http_auth": ("a", "b"), "api_key": "k"})
+
+
+def test_bulk_with_a_calls_opaque_id_indexes(client, make_index):
+    """helpers.bulk(client, actions, opaque_id=...) as opensearch-py takes it."""
+    index = make_index()
+    acts = [{"_index": index, "_id": str(i), "n": i} for i in range(10)]
+    assert helpers.bulk(client, acts, opaque_id="py-call",
+                        headers={"X-Other": "1"}) == peer.bulk(client, acts, opaque_id="py-call")
+    assert count(index) == 10
