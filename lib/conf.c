@@ -95,7 +95,10 @@ int esbulk__header_next(const char **p, esbulk__header_t *h, char *errstr, size_
     static const struct {
         const char *name, *use;
     } owned[] = {
-        {"authorization", "auth.username and auth.password, auth.api_key or auth.bearer"},
+        {"authorization", "auth.username and auth.password, auth.api_key, auth.bearer or "
+                          "auth.aws.*"},
+        {"x-amz-date", "auth.aws.*"}, {"x-amz-content-sha256", "auth.aws.*"},
+        {"x-amz-security-token", "auth.aws.session_token"},
         {"accept-encoding", "compression"},
         {"content-encoding", "compression"},
         {"content-type", NULL}, {"content-length", NULL}, {"transfer-encoding", NULL},
@@ -158,6 +161,53 @@ int esbulk__header_next(const char **p, esbulk__header_t *h, char *errstr, size_
     return 1;
 }
 
+/* The auth.aws.* keys, each alone (esbulk__http_opts_init() checks them
+ * together). A secret's value is never in a message. */
+static esbulk_err_t aws_value_check(esbulk__cid_t id, const char *key, const char *value,
+                                    char *errstr, size_t errstr_size)
+{
+    const unsigned char *p;
+
+    switch (id) {
+    case ESBULK__C_AUTH_AWS_REGION:
+    case ESBULK__C_AUTH_AWS_SERVICE:
+    case ESBULK__C_AUTH_AWS_ACCESS_KEY_ID:
+        /* a region ("eu-west-1"), a service ("es", "aoss"), a key id
+         * ("AKIA..."): they go into the signed scope and the Authorization
+         * line as they are */
+        if (id == ESBULK__C_AUTH_AWS_SERVICE && *value == '\0') {
+            esbulk__errstr(errstr, errstr_size, "%s: empty (\"es\" for Amazon OpenSearch "
+                           "Service, \"aoss\" for Serverless)", key);
+            return ESBULK_ERR_BAD_VALUE;
+        }
+        for (p = (const unsigned char *)value; *p != '\0'; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || (id != ESBULK__C_AUTH_AWS_ACCESS_KEY_ID &&
+                                               (*p == '-' || *p == '_' || *p == '.')))) {
+                esbulk__errstr(errstr, errstr_size, "%s: \"%s\" is not %s", key, value,
+                               id == ESBULK__C_AUTH_AWS_ACCESS_KEY_ID
+                                   ? "an access key id (letters and digits)"
+                                   : "a name of letters, digits, '-', '_' and '.'");
+                return ESBULK_ERR_BAD_VALUE;
+            }
+        return ESBULK_OK;
+    case ESBULK__C_AUTH_AWS_SECRET_ACCESS_KEY:
+    case ESBULK__C_AUTH_AWS_SESSION_TOKEN:
+        /* the token is sent as a header; neither holds a blank or a
+         * control byte (a line break read from a file, most likely) */
+        for (p = (const unsigned char *)value; *p != '\0'; p++)
+            if (*p <= ' ' || *p == 0x7f) {
+                esbulk__errstr(errstr, errstr_size, "%s holds a %s (a line break read with "
+                               "it from a file?)", key,
+                               *p == ' ' ? "space" : "control byte");
+                return ESBULK_ERR_BAD_VALUE;
+            }
+        return ESBULK_OK;
+    default:
+        return ESBULK_OK;
+    }
+}
+
 static esbulk_err_t parse_value(const prop_t *prop, const char *value, int64_t *num,
                                 char *errstr, size_t errstr_size)
 {
@@ -177,7 +227,8 @@ static esbulk_err_t parse_value(const prop_t *prop, const char *value, int64_t *
             if (rc < 0)
                 return (esbulk_err_t)rc;
         }
-        return ESBULK_OK;
+        return aws_value_check((esbulk__cid_t)(prop - props), prop->key, value, errstr,
+                               errstr_size);
     case ESBULK__CT_BOOL:
         if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes")) {
             *num = 1;

@@ -15,6 +15,11 @@ typedef enum { ESBULK__CT_STR, ESBULK__CT_INT, ESBULK__CT_BOOL, ESBULK__CT_ENUM 
     X(AUTH_PASSWORD, "auth.password", STR, "", 0, 0, NULL, 1)                            \
     X(AUTH_API_KEY, "auth.api_key", STR, "", 0, 0, NULL, 1)                              \
     X(AUTH_BEARER, "auth.bearer", STR, "", 0, 0, NULL, 1)                                \
+    X(AUTH_AWS_REGION, "auth.aws.region", STR, "", 0, 0, NULL, 0)                        \
+    X(AUTH_AWS_SERVICE, "auth.aws.service", STR, "es", 0, 0, NULL, 0)                    \
+    X(AUTH_AWS_ACCESS_KEY_ID, "auth.aws.access_key_id", STR, "", 0, 0, NULL, 0)          \
+    X(AUTH_AWS_SECRET_ACCESS_KEY, "auth.aws.secret_access_key", STR, "", 0, 0, NULL, 1)  \
+    X(AUTH_AWS_SESSION_TOKEN, "auth.aws.session_token", STR, "", 0, 0, NULL, 1)          \
     X(HTTP_HEADERS, "http.headers", STR, "", 0, 0, NULL, 1)                              \
     X(TLS_CA_FILE, "tls.ca.file", STR, "", 0, 0, NULL, 0)                                \
     X(TLS_CA_PATH, "tls.ca.path", STR, "", 0, 0, NULL, 0)                                \

@@ -197,16 +197,8 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     if (esbulk__urls_parse(esbulk__conf_str(conf, ESBULK__C_URLS), &eb->seeds, &eb->nseeds, &user,
                            &pass, errstr, errstr_size) != ESBULK_OK)
         goto fail;
-    {
-        esbulk_err_t herr = esbulk__http_opts_init(&eb->http, conf, user, pass);
-        if (herr != ESBULK_OK) {
-            esbulk__errstr(errstr, errstr_size, "%s", herr == ESBULK_ERR_BAD_VALUE
-                           ? "set only one of auth.username (or credentials in a URL), "
-                             "auth.api_key and auth.bearer"
-                           : "out of memory");
-            goto fail;
-        }
-    }
+    if (esbulk__http_opts_init(&eb->http, conf, user, pass, errstr, errstr_size) != ESBULK_OK)
+        goto fail;
     if ((eb->topo = esbulk_topology_new(conf, errstr, errstr_size)) == NULL)
         goto fail;
     esbulk__topology_set_log(eb->topo, &eb->log);

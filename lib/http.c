@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -157,7 +158,7 @@ esbulk_err_t esbulk__urls_parse(const char *list, esbulk__url_t **urls, int *n, 
 void esbulk__http_opts_free(esbulk__http_opts_t *opts)
 {
     char **secrets[] = {&opts->password, &opts->api_key, &opts->bearer, &opts->key_password,
-                        &opts->headers};
+                        &opts->headers, &opts->aws.secret, &opts->aws.token};
     size_t i;
 
     for (i = 0; i < ESBULK__ARRAY_LEN(secrets); i++)
@@ -172,11 +173,17 @@ void esbulk__http_opts_free(esbulk__http_opts_t *opts)
     free(opts->key_file);
     free(opts->key_password);
     free(opts->headers);
+    free(opts->aws.region);
+    free(opts->aws.service);
+    free(opts->aws.key_id);
+    free(opts->aws.secret);
+    free(opts->aws.token);
     memset(opts, 0, sizeof(*opts));
 }
 
 esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf_t *conf,
-                                    const char *url_user, const char *url_pass)
+                                    const char *url_user, const char *url_pass, char *errstr,
+                                    size_t errstr_size)
 {
     const char *user = esbulk__conf_str(conf, ESBULK__C_AUTH_USERNAME);
     const char *pass = esbulk__conf_str(conf, ESBULK__C_AUTH_PASSWORD);
@@ -204,8 +211,30 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
     COPY(key_file, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_FILE));
     COPY(key_password, esbulk__conf_str(conf, ESBULK__C_TLS_KEY_PASSWORD));
     COPY(headers, esbulk__conf_str(conf, ESBULK__C_HTTP_HEADERS)); /* checked by conf_set */
+    /* each checked by conf_set; together here */
+    COPY(aws.region, esbulk__conf_str(conf, ESBULK__C_AUTH_AWS_REGION));
+    COPY(aws.service, esbulk__conf_str(conf, ESBULK__C_AUTH_AWS_SERVICE));
+    COPY(aws.key_id, esbulk__conf_str(conf, ESBULK__C_AUTH_AWS_ACCESS_KEY_ID));
+    COPY(aws.secret, esbulk__conf_str(conf, ESBULK__C_AUTH_AWS_SECRET_ACCESS_KEY));
+    COPY(aws.token, esbulk__conf_str(conf, ESBULK__C_AUTH_AWS_SESSION_TOKEN));
 #undef COPY
-    if ((opts->username != NULL) + (opts->api_key != NULL) + (opts->bearer != NULL) > 1) {
+    if ((opts->username != NULL) + (opts->api_key != NULL) + (opts->bearer != NULL) +
+            (opts->aws.region != NULL) > 1) {
+        esbulk__errstr(errstr, errstr_size, "set only one of auth.username (or credentials in "
+                       "a URL), auth.api_key, auth.bearer and auth.aws.region");
+        esbulk__http_opts_free(opts);
+        return ESBULK_ERR_BAD_VALUE;
+    }
+    if (opts->aws.region == NULL &&
+        (opts->aws.key_id != NULL || opts->aws.secret != NULL || opts->aws.token != NULL)) {
+        esbulk__errstr(errstr, errstr_size, "auth.aws.* keys are set but auth.aws.region is "
+                       "not: requests are signed for a region (\"eu-west-1\")");
+        esbulk__http_opts_free(opts);
+        return ESBULK_ERR_BAD_VALUE;
+    }
+    if (opts->aws.region != NULL && (opts->aws.key_id == NULL || opts->aws.secret == NULL)) {
+        esbulk__errstr(errstr, errstr_size, "auth.aws.region needs auth.aws.access_key_id and "
+                       "auth.aws.secret_access_key");
         esbulk__http_opts_free(opts);
         return ESBULK_ERR_BAD_VALUE;
     }
@@ -216,6 +245,7 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
     return ESBULK_OK;
 nomem:
     esbulk__http_opts_free(opts);
+    esbulk__errstr(errstr, errstr_size, "out of memory");
     return ESBULK_ERR_NOMEM;
 }
 
@@ -321,6 +351,35 @@ esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
     return ESBULK_OK;
 }
 
+esbulk_err_t esbulk__http_sign(const esbulk__http_opts_t *opts, const char *method,
+                               const char *url, const unsigned char payload[ESBULK__SHA256_LEN],
+                               struct curl_slist **headers, char **wire_url)
+{
+    esbulk__sigv4_t sig;
+    esbulk_err_t err;
+    size_t i;
+
+    *wire_url = NULL;
+    if (opts->aws.region == NULL)
+        return ESBULK_OK;
+    err = esbulk__sigv4_sign(&opts->aws, method, url, payload, time(NULL), &sig);
+    if (err != ESBULK_OK)
+        return err == ESBULK_ERR_INVALID_ARG ? ESBULK_OK : err; /* not a URL: curl says so */
+    for (i = 0; sig.lines[i] != NULL; i++) {
+        struct curl_slist *l = curl_slist_append(*headers, sig.lines[i]);
+
+        if (l == NULL) {
+            esbulk__sigv4_free(&sig);
+            return ESBULK_ERR_NOMEM;
+        }
+        *headers = l;
+    }
+    *wire_url = sig.url;
+    sig.url = NULL;
+    esbulk__sigv4_free(&sig);
+    return ESBULK_OK;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
     esbulk__buf_t *buf = userdata;
@@ -404,7 +463,8 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
                                   esbulk__buf_t *response, char *errstr, size_t errstr_size)
 {
     struct curl_slist *headers = NULL;
-    char curl_err[CURL_ERROR_SIZE] = "";
+    char curl_err[CURL_ERROR_SIZE] = "", *wire_url = NULL;
+    unsigned char payload[ESBULK__SHA256_LEN];
     esbulk_err_t err = ESBULK_OK;
     CURLcode rc;
     CURL *easy;
@@ -417,13 +477,16 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
         esbulk__errstr(errstr, errstr_size, "out of memory (curl_easy_init)");
         return ESBULK_ERR_NOMEM;
     }
+    if (opts->aws.region != NULL)
+        esbulk__sha256(body, body != NULL ? body_len : 0, payload);
     if (esbulk__http_apply(easy, opts, &headers) != ESBULK_OK ||
-        (content_type != NULL && add_header(&headers, "Content-Type: ", content_type))) {
+        (content_type != NULL && add_header(&headers, "Content-Type: ", content_type)) ||
+        esbulk__http_sign(opts, method, url, payload, &headers, &wire_url) != ESBULK_OK) {
         err = ESBULK_ERR_NOMEM;
         esbulk__errstr(errstr, errstr_size, "out of memory");
         goto out;
     }
-    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_URL, wire_url != NULL ? wire_url : url);
     curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
     if (body != NULL) {
         curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
@@ -462,6 +525,7 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
 out:
     esbulk__http_headers_free(headers);
     curl_easy_cleanup(easy);
+    free(wire_url);
     return err;
 }
 

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "conf.h"
+#include "sigv4.h"
 
 #include <curl/curl.h>
 #include <stdatomic.h>
@@ -31,15 +32,19 @@ typedef struct {
     char *username, *password, *api_key, *bearer;
     char *ca_file, *ca_path, *cert_file, *key_file, *key_password;
     char *headers; /* http.headers, checked (NULL: none) */
+    esbulk__aws_t aws; /* auth.aws.*: requests signed when aws.region is set */
     int insecure;
     long connect_timeout_ms, request_timeout_ms;
     size_t response_max_bytes;
 } esbulk__http_opts_t;
 
 /* Fills opts from conf; url_user/url_pass (from esbulk__urls_parse) are used
- * when auth.username is not set. */
+ * when auth.username is not set. ESBULK_ERR_BAD_VALUE, said in errstr, for
+ * keys that do not go together (two ways to authenticate, auth.aws.*
+ * without its region or its keys). */
 esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf_t *conf,
-                                    const char *url_user, const char *url_pass);
+                                    const char *url_user, const char *url_pass, char *errstr,
+                                    size_t errstr_size);
 void esbulk__http_opts_free(esbulk__http_opts_t *opts);
 
 /* Applies opts to easy; appends the auth headers and those of
@@ -47,6 +52,15 @@ void esbulk__http_opts_free(esbulk__http_opts_t *opts);
  * esbulk__http_headers_free(). */
 esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
                                 struct curl_slist **headers);
+/* With auth.aws.* (opts->aws.region set): signs a request of method to
+ * url whose body's SHA-256 is payload (esbulk__sha256() of the bytes as
+ * sent, compressed if they are), at the current time. Appends the signing
+ * lines to *headers and sets *wire_url to the URL to ask for (malloc'ed:
+ * the query in the form signed). Without auth.aws.*, *wire_url is NULL and
+ * nothing is done. ESBULK_ERR_NOMEM. */
+esbulk_err_t esbulk__http_sign(const esbulk__http_opts_t *opts, const char *method,
+                               const char *url, const unsigned char payload[ESBULK__SHA256_LEN],
+                               struct curl_slist **headers, char **wire_url);
 /* curl_slist_free_all() of a header list, after wiping its lines (an
  * Authorization line or one of http.headers may carry credentials). */
 void esbulk__http_headers_free(struct curl_slist *headers);

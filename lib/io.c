@@ -286,7 +286,30 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
         goto nomem;
     snprintf(url, sizeof(url), "%s%s", s->url,
              io->bulk_path[s->want_index * 4 + s->want_id * 2 + s->want_result]);
-    curl_easy_setopt(x->easy, CURLOPT_URL, url);
+    if (eb->http.aws.region != NULL) {
+        /* auth.aws.*: the signature covers the body's hash, the bytes as
+         * sent (compressed, when they are) */
+        unsigned char payload[ESBULK__SHA256_LEN];
+        char *wire_url;
+
+        if (x->body.data != NULL) {
+            esbulk__sha256(x->body.data, x->body_len, payload);
+        } else {
+            esbulk__sha256_t c;
+
+            esbulk__sha256_init(&c);
+            for (i = 0; i < s->ndocs; i++)
+                esbulk__sha256_update(&c, s->lines[i].p, s->lines[i].len);
+            esbulk__sha256_final(&c, payload);
+        }
+        if (esbulk__http_sign(&eb->http, "POST", url, payload, &x->headers, &wire_url) !=
+            ESBULK_OK)
+            goto nomem;
+        curl_easy_setopt(x->easy, CURLOPT_URL, wire_url != NULL ? wire_url : url);
+        free(wire_url); /* curl keeps its own copy */
+    } else {
+        curl_easy_setopt(x->easy, CURLOPT_URL, url);
+    }
     curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
     /* a kept handle holds the previous transfer's options: every option
      * set on any transfer is set here on every one, but POSTFIELDS, which

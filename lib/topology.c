@@ -1016,16 +1016,8 @@ esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
         esbulk__errstr(errstr, errstr_size, "out of memory");
         goto fail;
     }
-    {
-        esbulk_err_t herr = esbulk__http_opts_init(&topo->http, conf, user, pass);
-        if (herr != ESBULK_OK) {
-            esbulk__errstr(errstr, errstr_size, "%s", herr == ESBULK_ERR_BAD_VALUE
-                           ? "set only one of auth.username (or credentials in a URL), "
-                             "auth.api_key and auth.bearer"
-                           : "out of memory");
-            goto fail;
-        }
-    }
+    if (esbulk__http_opts_init(&topo->http, conf, user, pass, errstr, errstr_size) != ESBULK_OK)
+        goto fail;
     if (pthread_mutex_init(&topo->lock, NULL) != 0) {
         esbulk__errstr(errstr, errstr_size, "pthread_mutex_init failed");
         esbulk__http_opts_free(&topo->http);

@@ -462,7 +462,12 @@ static int run_engine(void)
         esbulk_conf_set(conf, "flush.interval.ms", "5", NULL, 0) != ESBULK_OK ||
         /* two more allocations for each request's header list */
         esbulk_conf_set(conf, "http.headers", "X-Opaque-Id: alloc-fail\nX-Empty:", NULL, 0) !=
-            ESBULK_OK) {
+            ESBULK_OK ||
+        /* each request signed (auth.aws.*): the signer's allocations */
+        esbulk_conf_set(conf, "auth.aws.region", "eu-west-1", NULL, 0) != ESBULK_OK ||
+        esbulk_conf_set(conf, "auth.aws.access_key_id", "AKIDEXAMPLE", NULL, 0) != ESBULK_OK ||
+        esbulk_conf_set(conf, "auth.aws.secret_access_key", "s3cr3t", NULL, 0) != ESBULK_OK ||
+        esbulk_conf_set(conf, "auth.aws.session_token", "t0k3n", NULL, 0) != ESBULK_OK) {
         esbulk_conf_destroy(conf);
         return 0;
     }

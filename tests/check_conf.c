@@ -1,5 +1,6 @@
 /* Configuration: defaults, typed validation, errors, secrets, dup. */
 #include "conf.h"
+#include "http.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -227,6 +228,106 @@ START_TEST(test_http_headers_refused)
 }
 END_TEST
 
+/* auth.aws.*: each value checked when set, a secret's never repeated; the
+ * keys together checked when a handle's options are made. */
+START_TEST(test_aws_keys)
+{
+    static const struct {
+        const char *key, *value, *says;
+    } bad[] = {
+        {"auth.aws.region", "eu west-1", "is not a name of letters"},
+        {"auth.aws.region", "eu-west-1\n", "is not a name of letters"},
+        {"auth.aws.service", "", "empty (\"es\""},
+        {"auth.aws.service", "es/x", "is not a name"},
+        {"auth.aws.access_key_id", "AKIA-EXAMPLE", "is not an access key id"},
+        {"auth.aws.secret_access_key", "s3cr3t\n", "holds a control byte (a line break"},
+        {"auth.aws.secret_access_key", "s3cr3t x", "holds a space"},
+        {"auth.aws.session_token", "t0k3n\r\nX-Evil: 1", "holds a control byte"},
+    };
+    static const struct {
+        const char *set[5][2];
+        const char *says; /* NULL: taken */
+    } sets[] = {
+        {{{"auth.aws.region", "eu-west-1"}, {"auth.aws.access_key_id", "AKIDEXAMPLE"},
+          {"auth.aws.secret_access_key", "s3cr3t"}}, NULL},
+        {{{"auth.aws.region", "eu-west-1"}, {"auth.aws.access_key_id", "AKIDEXAMPLE"},
+          {"auth.aws.secret_access_key", "s3cr3t"}, {"auth.username", "u"}},
+         "set only one of auth.username"},
+        {{{"auth.aws.region", "eu-west-1"}, {"auth.aws.access_key_id", "AKIDEXAMPLE"},
+          {"auth.aws.secret_access_key", "s3cr3t"}, {"auth.api_key", "k"}},
+         "set only one of auth.username"},
+        {{{"auth.aws.access_key_id", "AKIDEXAMPLE"}, {"auth.aws.secret_access_key", "s3cr3t"}},
+         "auth.aws.region is not"},
+        {{{"auth.aws.session_token", "t0k3n"}}, "auth.aws.region is not"},
+        {{{"auth.aws.region", "eu-west-1"}, {"auth.aws.secret_access_key", "s3cr3t"}},
+         "needs auth.aws.access_key_id and auth.aws.secret_access_key"},
+        {{{"auth.aws.region", "eu-west-1"}, {"auth.aws.access_key_id", "AKIDEXAMPLE"}},
+         "needs auth.aws.access_key_id and auth.aws.secret_access_key"},
+    };
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[256], out[64];
+    size_t i, k;
+
+    ck_assert_ptr_nonnull(conf);
+    ck_assert_str_eq(esbulk__conf_str(conf, ESBULK__C_AUTH_AWS_SERVICE), "es");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        errstr[0] = '\0';
+        ck_assert_int_eq(esbulk_conf_set(conf, bad[i].key, bad[i].value, errstr, sizeof(errstr)),
+                         ESBULK_ERR_BAD_VALUE);
+        ck_assert_msg(strstr(errstr, bad[i].says) != NULL, "%s: %s", bad[i].key, errstr);
+        ck_assert_msg(strstr(errstr, bad[i].key) != NULL, "%s", errstr);
+        ck_assert_ptr_null(strstr(errstr, "s3cr3t"));
+        ck_assert_ptr_null(strstr(errstr, "t0k3n"));
+    }
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.service", "aoss", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.secret_access_key", "s3cr3t", NULL, 0),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_get(conf, "auth.aws.secret_access_key", out, sizeof(out), NULL),
+                     ESBULK_OK);
+    ck_assert_str_eq(out, "[redacted]");
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.session_token", "t0k3n/+=", NULL, 0),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_get(conf, "auth.aws.session_token", out, sizeof(out), NULL),
+                     ESBULK_OK);
+    ck_assert_str_eq(out, "[redacted]");
+    /* the signing headers are the library's */
+    ck_assert_int_eq(esbulk_conf_set(conf, "http.headers", "x-amz-date: 20150830T123600Z",
+                                     errstr, sizeof(errstr)), ESBULK_ERR_BAD_VALUE);
+    ck_assert_msg(strstr(errstr, "auth.aws.*") != NULL, "%s", errstr);
+    ck_assert_int_eq(esbulk_conf_set(conf, "http.headers", "X-Amz-Security-Token: t",
+                                     errstr, sizeof(errstr)), ESBULK_ERR_BAD_VALUE);
+    ck_assert_msg(strstr(errstr, "auth.aws.session_token") != NULL, "%s", errstr);
+    esbulk_conf_destroy(conf);
+
+    for (i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+        esbulk__http_opts_t opts;
+        esbulk_err_t err;
+
+        conf = esbulk_conf_new();
+        ck_assert_ptr_nonnull(conf);
+        for (k = 0; k < 5 && sets[i].set[k][0] != NULL; k++)
+            ck_assert_int_eq(esbulk_conf_set(conf, sets[i].set[k][0], sets[i].set[k][1], NULL, 0),
+                             ESBULK_OK);
+        errstr[0] = '\0';
+        err = esbulk__http_opts_init(&opts, conf, NULL, NULL, errstr, sizeof(errstr));
+        if (sets[i].says == NULL) {
+            ck_assert_int_eq(err, ESBULK_OK);
+            ck_assert_str_eq(opts.aws.region, "eu-west-1");
+            ck_assert_str_eq(opts.aws.service, "es");
+            ck_assert_str_eq(opts.aws.key_id, "AKIDEXAMPLE");
+            ck_assert_str_eq(opts.aws.secret, "s3cr3t");
+            ck_assert_ptr_null(opts.aws.token);
+            esbulk__http_opts_free(&opts);
+        } else {
+            ck_assert_int_eq(err, ESBULK_ERR_BAD_VALUE);
+            ck_assert_msg(strstr(errstr, sets[i].says) != NULL, "set %zu: %s", i, errstr);
+            ck_assert_ptr_null(strstr(errstr, "s3cr3t"));
+        }
+        esbulk_conf_destroy(conf);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("conf");
@@ -240,6 +341,7 @@ int main(void)
     tcase_add_test(tc, test_enum_constants);
     tcase_add_test(tc, test_http_headers_parsed);
     tcase_add_test(tc, test_http_headers_refused);
+    tcase_add_test(tc, test_aws_keys);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

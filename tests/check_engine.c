@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------- */
@@ -1036,6 +1037,102 @@ START_TEST(test_custom_headers_sent)
 }
 END_TEST
 
+/* The value of header name in a recorded head (NUL-terminated in out). */
+static int head_value(const char *head, const char *name, char *out, size_t out_size)
+{
+    char needle[64];
+    const char *v;
+
+    snprintf(needle, sizeof(needle), "\r\n%s: ", name);
+    if ((v = strstr(head, needle)) == NULL)
+        return -1;
+    v += strlen(needle);
+    snprintf(out, out_size, "%.*s", (int)strcspn(v, "\r"), v);
+    return 0;
+}
+
+/* Asserts that head (with its body) is signed as lib/sigv4.c signs it,
+ * with the body it carried and the time it says. */
+static void assert_signed(const char *head, const char *body, size_t body_len,
+                          const esbulk__aws_t *aws)
+{
+    char host[256], date[64], sha[80], auth[512], url[4096], method[16], want_sha[65];
+    unsigned char payload[ESBULK__SHA256_LEN];
+    const char *target = strchr(head, ' ') + 1;
+    esbulk__sigv4_t sig;
+    struct tm tm;
+    size_t i;
+
+    snprintf(method, sizeof(method), "%.*s", (int)(target - 1 - head), head);
+    ck_assert_int_eq(head_value(head, "Host", host, sizeof(host)), 0);
+    ck_assert_int_eq(head_value(head, "X-Amz-Date", date, sizeof(date)), 0);
+    ck_assert_int_eq(head_value(head, "X-Amz-Content-Sha256", sha, sizeof(sha)), 0);
+    ck_assert_int_eq(head_value(head, "Authorization", auth, sizeof(auth)), 0);
+    esbulk__sha256(body, body_len, payload);
+    esbulk__hex(payload, sizeof(payload), want_sha);
+    ck_assert_str_eq(sha, want_sha); /* the body as received */
+    /* the query as sent is the canonical one: nothing left to encode */
+    for (i = 0; target[i] != ' '; i++)
+        ck_assert_msg(target[i] != ',' && target[i] != '*', "not encoded: %.60s", target);
+    memset(&tm, 0, sizeof(tm));
+    ck_assert_ptr_nonnull(strptime(date, "%Y%m%dT%H%M%SZ", &tm));
+    snprintf(url, sizeof(url), "http://%s%.*s", host, (int)strcspn(target, " "), target);
+    ck_assert_int_eq(esbulk__sigv4_sign(aws, method, url, payload, timegm(&tm), &sig), ESBULK_OK);
+    ck_assert_str_eq(sig.url, url); /* already in the form signed */
+    for (i = 0; sig.lines[i] != NULL; i++)
+        if (strncmp(sig.lines[i], "Authorization: ", 15) == 0)
+            ck_assert_str_eq(sig.lines[i] + 15, auth);
+    esbulk__sigv4_free(&sig);
+}
+
+/* auth.aws.*: every request, bulk and metadata, carries a signature of its
+ * method, path, canonical query, host, date, token and body. */
+START_TEST(test_aws_signed)
+{
+    esbulk__aws_t aws = {"eu-west-1", "es", "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                         "tok/en+="};
+    static const char *const keys[][2] = {
+        {"auth.aws.region", "eu-west-1"},
+        {"auth.aws.access_key_id", "AKIDEXAMPLE"},
+        {"auth.aws.secret_access_key", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"},
+        {"auth.aws.session_token", "tok/en+="},
+    };
+    esbulk_conf_t *conf;
+    recorder_t rec;
+    pthread_t th;
+    char errstr[256], tok[64];
+    esbulk_t *eb;
+    size_t k;
+    int n;
+
+    conf = recorder_conf(&rec, &th, "10");
+    for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+        ck_assert_int_eq(esbulk_conf_set(conf, keys[k][0], keys[k][1], errstr, sizeof(errstr)),
+                         ESBULK_OK);
+    eb = counted_handle(conf);
+    for (n = 0; n < 3; n++) {
+        char id[16];
+
+        snprintf(id, sizeof(id), "id%d", n);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "idx", id, strlen(id), NULL, 0, "{}", 2,
+                                    NULL, errstr, sizeof(errstr)), ESBULK_OK);
+    }
+    ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
+    ck_assert_int_eq(results_seen, 3);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    ck_assert_int_eq(rec.requests, 1);
+    ck_assert_int_eq(head_value(rec.head, "X-Amz-Security-Token", tok, sizeof(tok)), 0);
+    ck_assert_str_eq(tok, "tok/en+=");
+    ck_assert_int_eq(strncmp(rec.head, "POST /_bulk?filter_path=", 24), 0);
+    assert_signed(rec.head, rec.bodies.data, rec.bodies.len, &aws);
+    /* the handle's first look at the cluster (GET /, no body) */
+    ck_assert_int_eq(strncmp(rec.meta_head, "GET / ", 6), 0);
+    assert_signed(rec.meta_head, "", 0, &aws);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
 /* What each bulk request asks the server for (filter_path): every item's
  * status and errors; its _seq_no, _primary_term and _version only with
  * result.meta; its result only when the request holds an update; none of
@@ -1960,6 +2057,7 @@ int main(void)
     tcase_add_test(handle, test_flush_timed_out_still_sends);
     tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_custom_headers_sent);
+    tcase_add_test(handle, test_aws_signed);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
     tcase_add_test(handle, test_polled_results_not_waited_for);

@@ -10,6 +10,7 @@
 #include "http.h"
 
 #include <esbulk.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,7 +52,8 @@ static int header_line_ok(const char *v)
     static const char *const owned[] = {
         "authorization", "accept-encoding", "content-encoding", "content-type",
         "content-length", "transfer-encoding", "host", "connection", "keep-alive",
-        "expect", "te", "trailer", "upgrade", "proxy-connection"};
+        "expect", "te", "trailer", "upgrade", "proxy-connection",
+        "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"};
     size_t n = strlen(v), i, name;
 
     if (n > 0 && v[n - 1] == '\r')
@@ -71,6 +73,31 @@ static int header_line_ok(const char *v)
     return 1;
 }
 
+/* Whether a value of an auth.aws.* key is taken: a region or a service is
+ * letters, digits, '-', '_' and '.' (a service not empty), an access key
+ * id letters and digits, a secret or a token anything without a blank or a
+ * control byte. */
+static int aws_value_ok(int id, const char *v)
+{
+    size_t i, n = strlen(v);
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        int alnum = isalnum(c) && c < 0x80;
+
+        if (id == ESBULK__C_AUTH_AWS_SECRET_ACCESS_KEY || id == ESBULK__C_AUTH_AWS_SESSION_TOKEN) {
+            if (c <= 0x20 || c == 0x7f)
+                return 0;
+        } else if (id == ESBULK__C_AUTH_AWS_ACCESS_KEY_ID) {
+            if (!alnum)
+                return 0;
+        } else if (!alnum && c != '-' && c != '_' && c != '.') {
+            return 0;
+        }
+    }
+    return id != ESBULK__C_AUTH_AWS_SERVICE || n > 0;
+}
+
 /* What a set of value must do, by the property's type, from first
  * principles: an INT is a whole decimal strtoll reads, within [min, max];
  * a BOOL one of true/false/1/0/yes/no; an ENUM one of its names; a STR
@@ -85,6 +112,8 @@ static void expect_value(const char *key, int id, const char *value, esbulk_err_
     case ESBULK__CT_STR:
         if (id == ESBULK__C_HTTP_HEADERS)
             ok = header_line_ok(value);
+        else if (id >= ESBULK__C_AUTH_AWS_REGION && id <= ESBULK__C_AUTH_AWS_SESSION_TOKEN)
+            ok = aws_value_ok(id, value);
         break;
     case ESBULK__CT_BOOL:
         ok = !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes") ||
@@ -154,7 +183,7 @@ static void check_urls(const esbulk_conf_t *conf)
         }
         if (pass != NULL && user == NULL)
             FAIL("a password without a user");
-        if (esbulk__http_opts_init(&opts, conf, user, pass) == ESBULK_OK)
+        if (esbulk__http_opts_init(&opts, conf, user, pass, errstr, sizeof(errstr)) == ESBULK_OK)
             esbulk__http_opts_free(&opts);
         esbulk__urls_free(urls, n);
     } else if (urls != NULL || n != 0) {
