@@ -14,6 +14,8 @@
 #          detector use gcc
 #          python3-venv (tests/python.test makes a venv and pip-installs its
 #          test requirements from PyPI)
+#          python3-botocore (tests/faultproxy.py --require-sigv4 checks AWS
+#          SigV4 signatures with botocore, run by /usr/bin/python3)
 #          The OpenSearch 3.x tests need a JDK 21 or newer as well: Debian 12
 #          packages none, so tests/cluster/opensearch.sh takes the newest one
 #          under /usr/lib/jvm (the machines' Temurin 25) or ESBULK_JAVA, and
@@ -25,8 +27,8 @@ set -euo pipefail
 what=${1:-all}
 build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
-test_pkgs=(check clang valgrind curl python3 python3-venv openjdk-17-jdk-headless maven groff-base
-           openssl util-linux golang-go
+test_pkgs=(check clang valgrind curl python3 python3-venv python3-botocore
+           openjdk-17-jdk-headless maven groff-base openssl util-linux golang-go
            mariadb-server mariadb-client libmariadb-dev)
 
 case "$what" in

@@ -919,6 +919,105 @@ static void mode_headers(void)
 }
 
 /* ------------------------------------------------------------------------- */
+/* sigv4: the proxy checks every request's AWS SigV4 signature with botocore
+ * (tests/faultproxy.py --require-sigv4), as Amazon OpenSearch Service
+ * would. arg "token": temporary credentials (a session token) and gzip
+ * bodies, signed compressed. */
+
+/* Lines of the proxy's log that contain needle. */
+static size_t proxy_lines(const char *needle)
+{
+    FILE *f = fopen(proxy_log, "r");
+    char line[16384];
+    size_t k = 0;
+
+    if (f == NULL)
+        die("cannot read the proxy log %s", proxy_log);
+    while (fgets(line, sizeof(line), f) != NULL)
+        k += strstr(line, needle) != NULL;
+    fclose(f);
+    return k;
+}
+
+#define AWS_KEY_ID "AKIDITFAULTS"
+#define AWS_SECRET "wJalrXUtnFEMI-" SECRET
+#define AWS_TOKEN "FQoGZXIvYXdzE//tok+" SECRET "="
+
+static void mode_sigv4(const char *arg)
+{
+    int token = strcmp(arg, "token") == 0;
+    /* node routing, through the proxy alone: the metadata reads (the
+     * cluster state, with ',' and '*' in their paths and queries) are
+     * signed and checked too */
+    const char *kv_good[] = {"topology.discovery", "false", "auth.aws.region", "eu-west-1",
+                             "auth.aws.access_key_id", AWS_KEY_ID,
+                             "auth.aws.secret_access_key", AWS_SECRET,
+                             "compression", token ? "gzip" : "none",
+                             token ? "auth.aws.session_token" : NULL, AWS_TOKEN, NULL};
+    const char *kv_wrong[] = {"topology.discovery", "false", "auth.aws.region", "eu-west-1",
+                              "auth.aws.access_key_id", AWS_KEY_ID,
+                              "auth.aws.secret_access_key", "wJalrXUtnFEMI-wrong",
+                              token ? "auth.aws.session_token" : NULL, AWS_TOKEN, NULL};
+    const char *kv_notoken[] = {"topology.discovery", "false", "auth.aws.region", "eu-west-1",
+                                "auth.aws.access_key_id", AWS_KEY_ID,
+                                "auth.aws.secret_access_key", AWS_SECRET, NULL};
+    const char *index = token ? "it-faults-sigv4-token" : "it-faults-sigv4";
+    size_t n = 200, from = n, indexed, i, k, before;
+    char errstr[512], *text = NULL;
+
+    fresh_index(index, 3);
+    seen_reset(3 * n);
+    log_len = 0;
+    before = proxy_lines("/_bulk");
+    indexed = run_batch(token ? "sigv4/token" : "sigv4/good", kv_good, index, 0, n, &text);
+    check(indexed == n, "sigv4: signed, all %zu indexed (%zu; %.200s)", n, indexed,
+          seen[0].reason);
+    check(proxy_lines("FAULT sigv4") == 0, "sigv4: the proxy (botocore) took every signature "
+          "(%zu refused)", proxy_lines("FAULT sigv4"));
+    check(proxy_lines("/_bulk") > before && proxy_lines("GET /_cluster/state") > 0,
+          "sigv4: bulk requests and the cluster-state reads went through the proxy");
+    check(strstr(text, SECRET) == NULL && !log_contains(SECRET),
+          "sigv4: the secret and the token appear in no statistics or log");
+    esbulk_free(text);
+
+    /* a wrong secret (or, with temporary credentials, no token): every
+     * document FAILED with ERR_AUTH, the service's 403 and its words */
+    for (k = 0; k < (token ? 2u : 1u); k++, from += n) {
+        size_t ok = 0;
+
+        run_batch(k == 0 ? "sigv4/wrong" : "sigv4/notoken", k == 0 ? kv_wrong : kv_notoken, index,
+                  from, n, &text);
+        esbulk_free(text);
+        for (i = from; i < from + n; i++)
+            ok += seen[i].outcome == ESBULK_OUTCOME_FAILED && seen[i].err == ESBULK_ERR_AUTH &&
+                  seen[i].status == 403;
+        check(ok == n, "sigv4: with %s, %zu of %zu FAILED with ERR_AUTH, status 403 (%.200s)",
+              k == 0 ? "a wrong secret" : "no session token", ok, n, seen[from].reason);
+        check(k > 0 || strstr(seen[from].reason, "signature") != NULL,
+              "sigv4: the reason is the service's: %.200s", seen[from].reason);
+    }
+    /* the topology's own requests are signed */
+    for (k = 0; k < 2; k++) {
+        esbulk_conf_t *conf = conf_for(k == 0 ? kv_good : kv_wrong);
+        esbulk_topology_t *topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
+        char *desc = topo ? esbulk_topology_describe(topo, index, errstr, sizeof(errstr)) : NULL;
+
+        if (k == 0)
+            check(desc != NULL, "sigv4: the topology reads the index, signed: %s",
+                  desc ? "ok" : errstr);
+        else
+            check(desc == NULL && strstr(errstr, "403") != NULL,
+                  "sigv4: the topology's requests with a wrong secret are refused: %s",
+                  desc ? "it read the index" : errstr);
+        esbulk_free(desc);
+        esbulk_topology_destroy(topo);
+        esbulk_conf_destroy(conf);
+    }
+    check(count_of(index) == (long)n, "sigv4: index count %ld equals the %zu indexed",
+          count_of(index), n);
+}
+
+/* ------------------------------------------------------------------------- */
 /* tls: the proxy serves HTTPS with a certificate of a throwaway CA. */
 
 static void mode_tls(const char *ca_file)
@@ -1017,6 +1116,8 @@ int main(int argc, char **argv)
         mode_auth(arg);
     else if (strcmp(mode, "headers") == 0)
         mode_headers();
+    else if (strcmp(mode, "sigv4") == 0 && arg != NULL)
+        mode_sigv4(arg);
     else if (strcmp(mode, "tls") == 0 && arg != NULL)
         mode_tls(arg);
     else
