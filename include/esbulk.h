@@ -528,6 +528,15 @@ ESBULK_EXTERN int32_t esbulk_log_take(esbulk_t *eb, int32_t *level, char *facili
                                       size_t facility_size, char *message,
                                       size_t message_size);
 
+/* Replaces the handle's credentials with those of conf (its auth.* keys,
+ * checked as esbulk_new() checks them; nothing else of conf is read) for
+ * every request that starts after the call: a rotated password, API key or
+ * token, AWS temporary credentials before they expire. The kind of
+ * credentials stays the handle's (ESBULK_ERR_INVALID_ARG otherwise).
+ * Thread-safe: any thread, a callback's included, until esbulk_destroy(). */
+ESBULK_EXTERN esbulk_err_t esbulk_auth_update(esbulk_t *eb, const esbulk_conf_t *conf,
+                                              char *errstr, size_t errstr_size);
+
 /* Documents added whose result has not been served (through a callback) or
  * released (pulled) yet. Thread-safe. */
 ESBULK_EXTERN int64_t esbulk_pending(esbulk_t *eb);

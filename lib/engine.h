@@ -44,6 +44,7 @@ struct esbulk_s {
     esbulk__place_t place;          /* in which docmem slot a document goes (place.h);
                                      * thread-safe, published by the I/O thread */
 
+    pthread_mutex_t auth_update_lock; /* esbulk_auth_update() calls, one at a time */
     pthread_mutex_t lock;           /* guards everything below */
     pthread_cond_t cond_space;      /* buffer space freed */
     pthread_cond_t cond_results;    /* results queued, or flush progress */

@@ -225,6 +225,7 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
                 (int)esbulk__conf_int(eb->conf, ESBULK__C_MAX_INFLIGHT_PER_NODE), fd);
     }
     pthread_mutex_init(&eb->lock, NULL);
+    pthread_mutex_init(&eb->auth_update_lock, NULL);
     esbulk__place_init(&eb->place,
                        esbulk__conf_int(conf, ESBULK__C_ROUTING_LEVEL) == ESBULK__ROUTING_OFF &&
                            esbulk__conf_int(conf, ESBULK__C_ORDERING) != ESBULK__ORDER_PER_ID,
@@ -238,6 +239,7 @@ esbulk_t *esbulk_new(const esbulk_conf_t *conf, char *errstr, size_t errstr_size
     if (esbulk__io_start(eb, errstr, errstr_size) != ESBULK_OK) {
         esbulk__place_destroy(&eb->place);
         pthread_mutex_destroy(&eb->lock);
+        pthread_mutex_destroy(&eb->auth_update_lock);
         pthread_cond_destroy(&eb->cond_space);
         pthread_cond_destroy(&eb->cond_results);
         goto fail;
@@ -1156,6 +1158,7 @@ static void handle_free(esbulk_t *eb)
     free(eb->node_stats);
     esbulk__place_destroy(&eb->place);
     pthread_mutex_destroy(&eb->lock);
+    pthread_mutex_destroy(&eb->auth_update_lock);
     pthread_cond_destroy(&eb->cond_space);
     pthread_cond_destroy(&eb->cond_results);
     esbulk_conf_destroy(eb->conf);
@@ -1268,6 +1271,48 @@ esbulk_err_t esbulk_results_release(esbulk_t *eb)
     pthread_mutex_unlock(&eb->lock);
     while ((d = esbulk__queue_pop(&q)) != NULL)
         esbulk__doc_free(d);
+    return ESBULK_OK;
+}
+
+esbulk_err_t esbulk_auth_update(esbulk_t *eb, const esbulk_conf_t *conf, char *errstr,
+                               size_t errstr_size)
+{
+    esbulk__http_opts_t fresh[2];
+    const char *kind;
+    int i;
+
+    if (eb == NULL || conf == NULL) {
+        esbulk__errstr(errstr, errstr_size, "%s is NULL", eb == NULL ? "handle" : "conf");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    /* one copy for the I/O thread's requests, one for the topology's */
+    for (i = 0; i < 2; i++) {
+        esbulk_err_t err = esbulk__http_opts_init(&fresh[i], conf, NULL, NULL, errstr,
+                                                  errstr_size);
+        if (err != ESBULK_OK) {
+            if (i > 0)
+                esbulk__http_opts_free(&fresh[0]);
+            return err;
+        }
+    }
+    /* updates one at a time: the kind is read, then the credentials swapped */
+    pthread_mutex_lock(&eb->auth_update_lock);
+    kind = esbulk__http_auth_kind(&eb->http);
+    if (strcmp(kind, esbulk__http_auth_kind(&fresh[0])) != 0) {
+        esbulk__errstr(errstr, errstr_size, "the handle authenticates with %s; the update "
+                       "gives %s: the kind of credentials cannot change on a live handle", kind,
+                       esbulk__http_auth_kind(&fresh[0]));
+        pthread_mutex_unlock(&eb->auth_update_lock);
+        esbulk__http_opts_free(&fresh[0]);
+        esbulk__http_opts_free(&fresh[1]);
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    esbulk__http_auth_swap(&eb->http, &fresh[0]);
+    esbulk__http_auth_swap(esbulk__topology_http(eb->topo), &fresh[1]);
+    pthread_mutex_unlock(&eb->auth_update_lock);
+    /* the old ones, wiped */
+    esbulk__http_opts_free(&fresh[0]);
+    esbulk__http_opts_free(&fresh[1]);
     return ESBULK_OK;
 }
 

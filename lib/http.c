@@ -178,6 +178,8 @@ void esbulk__http_opts_free(esbulk__http_opts_t *opts)
     free(opts->aws.key_id);
     free(opts->aws.secret);
     free(opts->aws.token);
+    if (opts->auth_lock_made)
+        pthread_mutex_destroy(&opts->auth_lock);
     memset(opts, 0, sizeof(*opts));
 }
 
@@ -238,6 +240,10 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
         esbulk__http_opts_free(opts);
         return ESBULK_ERR_BAD_VALUE;
     }
+    if (pthread_mutex_init(&opts->auth_lock, NULL) != 0)
+        goto nomem;
+    opts->auth_lock_made = 1;
+    opts->signs = opts->aws.region != NULL;
     opts->insecure = (int)esbulk__conf_int(conf, ESBULK__C_TLS_INSECURE);
     opts->connect_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_CONNECT_TIMEOUT_MS);
     opts->request_timeout_ms = (long)esbulk__conf_int(conf, ESBULK__C_REQUEST_TIMEOUT_MS);
@@ -247,6 +253,37 @@ nomem:
     esbulk__http_opts_free(opts);
     esbulk__errstr(errstr, errstr_size, "out of memory");
     return ESBULK_ERR_NOMEM;
+}
+
+const char *esbulk__http_auth_kind(const esbulk__http_opts_t *opts)
+{
+    return opts->signs               ? "auth.aws.*"
+           : opts->username != NULL ? "auth.username"
+           : opts->api_key != NULL  ? "auth.api_key"
+           : opts->bearer != NULL   ? "auth.bearer"
+                                    : "none";
+}
+
+void esbulk__http_auth_swap(esbulk__http_opts_t *opts, esbulk__http_opts_t *from)
+{
+#define SWAP(f)               \
+    do {                      \
+        char *t_ = opts->f;   \
+        opts->f = from->f;    \
+        from->f = t_;         \
+    } while (0)
+    pthread_mutex_lock(&opts->auth_lock);
+    SWAP(username);
+    SWAP(password);
+    SWAP(api_key);
+    SWAP(bearer);
+    SWAP(aws.region);
+    SWAP(aws.service);
+    SWAP(aws.key_id);
+    SWAP(aws.secret);
+    SWAP(aws.token);
+    pthread_mutex_unlock(&opts->auth_lock);
+#undef SWAP
 }
 
 /* curl_slist_append() copies each line into the list, and CURLOPT_HTTPHEADER
@@ -323,15 +360,20 @@ esbulk_err_t esbulk__http_apply(CURL *easy, const esbulk__http_opts_t *opts,
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, opts->connect_timeout_ms);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* curl copies the strings it is given, and the lines are copied into
+     * the list: nothing read under the lock is kept past it */
+    pthread_mutex_lock((pthread_mutex_t *)&opts->auth_lock);
     if (opts->username != NULL) {
         curl_easy_setopt(easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         curl_easy_setopt(easy, CURLOPT_USERNAME, opts->username);
         curl_easy_setopt(easy, CURLOPT_PASSWORD, opts->password);
     }
-    if (opts->api_key != NULL && add_header(headers, "Authorization: ApiKey ", opts->api_key))
+    if ((opts->api_key != NULL && add_header(headers, "Authorization: ApiKey ", opts->api_key)) ||
+        (opts->bearer != NULL && add_header(headers, "Authorization: Bearer ", opts->bearer))) {
+        pthread_mutex_unlock((pthread_mutex_t *)&opts->auth_lock);
         return ESBULK_ERR_NOMEM;
-    if (opts->bearer != NULL && add_header(headers, "Authorization: Bearer ", opts->bearer))
-        return ESBULK_ERR_NOMEM;
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)&opts->auth_lock);
     if (opts->headers != NULL && add_custom_headers(headers, opts->headers))
         return ESBULK_ERR_NOMEM;
     if (opts->ca_file != NULL)
@@ -360,9 +402,11 @@ esbulk_err_t esbulk__http_sign(const esbulk__http_opts_t *opts, const char *meth
     size_t i;
 
     *wire_url = NULL;
-    if (opts->aws.region == NULL)
+    if (!opts->signs)
         return ESBULK_OK;
+    pthread_mutex_lock((pthread_mutex_t *)&opts->auth_lock);
     err = esbulk__sigv4_sign(&opts->aws, method, url, payload, time(NULL), &sig);
+    pthread_mutex_unlock((pthread_mutex_t *)&opts->auth_lock);
     if (err != ESBULK_OK)
         return err == ESBULK_ERR_INVALID_ARG ? ESBULK_OK : err; /* not a URL: curl says so */
     for (i = 0; sig.lines[i] != NULL; i++) {
@@ -477,7 +521,7 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
         esbulk__errstr(errstr, errstr_size, "out of memory (curl_easy_init)");
         return ESBULK_ERR_NOMEM;
     }
-    if (opts->aws.region != NULL)
+    if (opts->signs)
         esbulk__sha256(body, body != NULL ? body_len : 0, payload);
     if (esbulk__http_apply(easy, opts, &headers) != ESBULK_OK ||
         (content_type != NULL && add_header(&headers, "Content-Type: ", content_type)) ||

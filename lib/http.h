@@ -12,6 +12,7 @@
 #include "sigv4.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* A seed or node address: "scheme://host:port" plus an optional path prefix,
@@ -33,6 +34,12 @@ typedef struct {
     char *ca_file, *ca_path, *cert_file, *key_file, *key_password;
     char *headers; /* http.headers, checked (NULL: none) */
     esbulk__aws_t aws; /* auth.aws.*: requests signed when aws.region is set */
+    /* The credentials above (username, password, api_key, bearer, aws) may
+     * be replaced on a live handle (esbulk_auth_update): they are read and
+     * swapped under auth_lock. Their kind does not change. */
+    int signs; /* aws.region is set (fixed: the kind does not change) */
+    int auth_lock_made;
+    pthread_mutex_t auth_lock;
     int insecure;
     long connect_timeout_ms, request_timeout_ms;
     size_t response_max_bytes;
@@ -46,6 +53,17 @@ esbulk_err_t esbulk__http_opts_init(esbulk__http_opts_t *opts, const esbulk_conf
                                     const char *url_user, const char *url_pass, char *errstr,
                                     size_t errstr_size);
 void esbulk__http_opts_free(esbulk__http_opts_t *opts);
+/* Which credentials opts holds: "none", or the key that names them
+ * ("auth.username", "auth.api_key", "auth.bearer", "auth.aws.*"). */
+const char *esbulk__http_auth_kind(const esbulk__http_opts_t *opts);
+/* Swaps the credentials of opts (a live handle's) with those of from (made
+ * by esbulk__http_opts_init, of the same kind), under opts' lock: from
+ * then holds the old ones, for esbulk__http_opts_free(). */
+void esbulk__http_auth_swap(esbulk__http_opts_t *opts, esbulk__http_opts_t *from);
+/* A topology's HTTP options (topology.c; declared here, where the type is,
+ * so that topology.h stays free of libcurl): esbulk_auth_update() swaps
+ * their credentials too. */
+esbulk__http_opts_t *esbulk__topology_http(esbulk_topology_t *topo);
 
 /* Applies opts to easy; appends the auth headers and those of
  * http.headers to *headers, which must be freed with

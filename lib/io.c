@@ -286,7 +286,7 @@ static esbulk_err_t xfer_start(esbulk_t *eb, io_t *io, esbulk__send_t *s)
         goto nomem;
     snprintf(url, sizeof(url), "%s%s", s->url,
              io->bulk_path[s->want_index * 4 + s->want_id * 2 + s->want_result]);
-    if (eb->http.aws.region != NULL) {
+    if (eb->http.signs) {
         /* auth.aws.*: the signature covers the body's hash, the bytes as
          * sent (compressed, when they are) */
         unsigned char payload[ESBULK__SHA256_LEN];

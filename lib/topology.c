@@ -994,6 +994,11 @@ void esbulk__topology_set_log(esbulk_topology_t *topo, const esbulk__log_t *log)
     topo->log = *log;
 }
 
+esbulk__http_opts_t *esbulk__topology_http(esbulk_topology_t *topo)
+{
+    return &topo->http;
+}
+
 esbulk_topology_t *esbulk_topology_new(const esbulk_conf_t *conf, char *errstr,
                                        size_t errstr_size)
 {

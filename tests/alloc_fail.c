@@ -485,6 +485,24 @@ static int run_engine(void)
                               strlen(body), (void *)(intptr_t)(i + 1), errstr,
                               sizeof(errstr)) == ESBULK_OK;
     }
+    {
+        /* fresh credentials on the live handle: NOMEM or done, never half */
+        esbulk_conf_t *upd = esbulk_conf_new();
+
+        if (upd != NULL &&
+            esbulk_conf_set(upd, "auth.aws.region", "eu-west-1", NULL, 0) == ESBULK_OK &&
+            esbulk_conf_set(upd, "auth.aws.access_key_id", "AKIDEXAMPLE", NULL, 0) == ESBULK_OK &&
+            esbulk_conf_set(upd, "auth.aws.secret_access_key", "s3cr3t2", NULL, 0) == ESBULK_OK &&
+            esbulk_conf_set(upd, "auth.aws.session_token", "t0k3n2", NULL, 0) == ESBULK_OK) {
+            esbulk_err_t err = esbulk_auth_update(eb, upd, errstr, sizeof(errstr));
+
+            if (err != ESBULK_OK && err != ESBULK_ERR_NOMEM) {
+                fprintf(stderr, "esbulk_auth_update: %s: %s\n", esbulk_err2str(err), errstr);
+                bad = 1;
+            }
+        }
+        esbulk_conf_destroy(upd);
+    }
     esbulk_flush(eb, 5000);
     esbulk_close(eb, 5000);
     esbulk_destroy(eb);

@@ -1133,6 +1133,181 @@ START_TEST(test_aws_signed)
 }
 END_TEST
 
+static void aws_keys_set(esbulk_conf_t *conf, const char *secret, const char *token)
+{
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.region", "eu-west-1", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.access_key_id", "AKIDEXAMPLE", NULL, 0),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.secret_access_key", secret, NULL, 0),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.session_token", token, NULL, 0), ESBULK_OK);
+}
+
+static esbulk_conf_t *aws_conf(const char *secret, const char *token)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+
+    ck_assert_ptr_nonnull(conf);
+    aws_keys_set(conf, secret, token);
+    return conf;
+}
+
+static void add_three(esbulk_t *eb, const char *prefix)
+{
+    char id[32], errstr[256];
+    int n;
+
+    for (n = 0; n < 3; n++) {
+        snprintf(id, sizeof(id), "%s%d", prefix, n);
+        ck_assert_int_eq(esbulk_add(eb, ESBULK_OP_INDEX, "idx", id, strlen(id), NULL, 0, "{}", 2,
+                                    NULL, errstr, sizeof(errstr)), ESBULK_OK);
+    }
+    ck_assert_int_eq(esbulk_flush(eb, 30000), ESBULK_OK);
+}
+
+/* esbulk_auth_update(): the requests that start after it carry the new
+ * credentials (AWS temporary ones rotated: the signature and the token);
+ * an update of another kind, or not whole, is refused and changes
+ * nothing. */
+START_TEST(test_auth_update_rotates)
+{
+    esbulk__aws_t a = {"eu-west-1", "es", "AKIDEXAMPLE", "secret-one", "token-one"};
+    esbulk__aws_t b = {"eu-west-1", "es", "AKIDEXAMPLE", "secret-two", "token-two"};
+    esbulk_conf_t *conf, *upd;
+    recorder_t rec;
+    pthread_t th;
+    char errstr[256], tok[64];
+    esbulk_t *eb;
+    size_t first_len;
+
+    conf = recorder_conf(&rec, &th, "3");
+    aws_keys_set(conf, "secret-one", "token-one");
+    eb = counted_handle(conf);
+    add_three(eb, "a");
+    pthread_mutex_lock(&rec.lock);
+    first_len = rec.bodies.len;
+    assert_signed(rec.head, rec.bodies.data, rec.bodies.len, &a);
+    pthread_mutex_unlock(&rec.lock);
+
+    /* another kind, a conf that is not whole, NULLs: refused, nothing changed */
+    upd = esbulk_conf_new();
+    ck_assert_int_eq(esbulk_conf_set(upd, "auth.username", "u", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_auth_update(eb, upd, errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(errstr, "authenticates with auth.aws.*; the update gives "
+                                 "auth.username") != NULL, "%s", errstr);
+    esbulk_conf_destroy(upd);
+    upd = esbulk_conf_new();
+    ck_assert_int_eq(esbulk_conf_set(upd, "auth.aws.region", "eu-west-1", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_auth_update(eb, upd, errstr, sizeof(errstr)), ESBULK_ERR_BAD_VALUE);
+    ck_assert_msg(strstr(errstr, "needs auth.aws.access_key_id") != NULL, "%s", errstr);
+    esbulk_conf_destroy(upd);
+    ck_assert_int_eq(esbulk_auth_update(NULL, NULL, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_auth_update(eb, NULL, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG);
+
+    upd = aws_conf("secret-two", "token-two");
+    ck_assert_int_eq(esbulk_auth_update(eb, upd, errstr, sizeof(errstr)), ESBULK_OK);
+    esbulk_conf_destroy(upd);
+    add_three(eb, "b");
+    ck_assert_int_eq(results_seen, 6);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    ck_assert_int_eq(rec.requests, 2);
+    ck_assert_int_eq(head_value(rec.head, "X-Amz-Security-Token", tok, sizeof(tok)), 0);
+    ck_assert_str_eq(tok, "token-two");
+    assert_signed(rec.head, rec.bodies.data + first_len, rec.bodies.len - first_len, &b);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
+/* A rotated password: basic credentials after the update. */
+START_TEST(test_auth_update_basic)
+{
+    esbulk_conf_t *conf, *upd;
+    recorder_t rec;
+    pthread_t th;
+    char errstr[256];
+    esbulk_t *eb;
+
+    conf = recorder_conf(&rec, &th, "3");
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.username", "u", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.password", "p1", NULL, 0), ESBULK_OK);
+    eb = counted_handle(conf);
+    add_three(eb, "a");
+    pthread_mutex_lock(&rec.lock);
+    ck_assert_ptr_nonnull(strstr(rec.head, "\r\nAuthorization: Basic dTpwMQ==\r\n")); /* u:p1 */
+    pthread_mutex_unlock(&rec.lock);
+    upd = esbulk_conf_new();
+    ck_assert_int_eq(esbulk_conf_set(upd, "auth.username", "u", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(upd, "auth.password", "p2", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_auth_update(eb, upd, errstr, sizeof(errstr)), ESBULK_OK);
+    esbulk_conf_destroy(upd);
+    add_three(eb, "b");
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    ck_assert_int_eq(rec.requests, 2);
+    ck_assert_ptr_nonnull(strstr(rec.head, "\r\nAuthorization: Basic dTpwMg==\r\n")); /* u:p2 */
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
+/* Updates from another thread while requests are signed (run under TSan
+ * in CI): every request is signed with one whole set of credentials. */
+static void *updater(void *arg)
+{
+    esbulk_t *eb = arg;
+    int i;
+
+    for (i = 0; i < 200; i++) {
+        esbulk_conf_t *upd = aws_conf(i % 2 ? "secret-one" : "secret-two",
+                                      i % 2 ? "token-one" : "token-two");
+        char errstr[256];
+
+        ck_assert_int_eq(esbulk_auth_update(eb, upd, errstr, sizeof(errstr)), ESBULK_OK);
+        esbulk_conf_destroy(upd);
+    }
+    return NULL;
+}
+
+START_TEST(test_auth_update_concurrent)
+{
+    esbulk__aws_t a = {"eu-west-1", "es", "AKIDEXAMPLE", "secret-one", "token-one"};
+    esbulk__aws_t b = {"eu-west-1", "es", "AKIDEXAMPLE", "secret-two", "token-two"};
+    esbulk_conf_t *conf;
+    recorder_t rec;
+    pthread_t th, up;
+    char tok[64];
+    esbulk_t *eb;
+    int round;
+
+    conf = recorder_conf(&rec, &th, "3");
+    aws_keys_set(conf, "secret-one", "token-one");
+    eb = counted_handle(conf);
+    ck_assert_int_eq(pthread_create(&up, NULL, updater, eb), 0);
+    for (round = 0; round < 10; round++) {
+        size_t before;
+        char prefix[16];
+
+        pthread_mutex_lock(&rec.lock);
+        before = rec.bodies.len;
+        pthread_mutex_unlock(&rec.lock);
+        snprintf(prefix, sizeof(prefix), "r%d-", round);
+        add_three(eb, prefix);
+        pthread_mutex_lock(&rec.lock);
+        /* signed with the set its token names, whole */
+        ck_assert_int_eq(head_value(rec.head, "X-Amz-Security-Token", tok, sizeof(tok)), 0);
+        assert_signed(rec.head, rec.bodies.data + before, rec.bodies.len - before,
+                      strcmp(tok, "token-one") == 0 ? &a : &b);
+        pthread_mutex_unlock(&rec.lock);
+    }
+    pthread_join(up, NULL);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    esbulk__buf_free(&rec.bodies);
+}
+END_TEST
+
 /* What each bulk request asks the server for (filter_path): every item's
  * status and errors; its _seq_no, _primary_term and _version only with
  * result.meta; its result only when the request holds an update; none of
@@ -2058,6 +2233,9 @@ int main(void)
     tcase_add_test(handle, test_request_bodies_are_the_lines);
     tcase_add_test(handle, test_custom_headers_sent);
     tcase_add_test(handle, test_aws_signed);
+    tcase_add_test(handle, test_auth_update_rotates);
+    tcase_add_test(handle, test_auth_update_basic);
+    tcase_add_test(handle, test_auth_update_concurrent);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
     tcase_add_test(handle, test_polled_results_not_waited_for);

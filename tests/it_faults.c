@@ -924,8 +924,9 @@ static void mode_headers(void)
  * would. arg "token": temporary credentials (a session token) and gzip
  * bodies, signed compressed. */
 
-/* Lines of the proxy's log that contain needle. */
-static size_t proxy_lines(const char *needle)
+/* Lines of the proxy's log that contain needle (and also, when not NULL,
+ * also). */
+static size_t proxy_lines2(const char *needle, const char *also)
 {
     FILE *f = fopen(proxy_log, "r");
     char line[16384];
@@ -934,9 +935,80 @@ static size_t proxy_lines(const char *needle)
     if (f == NULL)
         die("cannot read the proxy log %s", proxy_log);
     while (fgets(line, sizeof(line), f) != NULL)
-        k += strstr(line, needle) != NULL;
+        k += strstr(line, needle) != NULL && (also == NULL || strstr(line, also) != NULL);
     fclose(f);
     return k;
+}
+
+static size_t proxy_lines(const char *needle)
+{
+    return proxy_lines2(needle, NULL);
+}
+
+/* The auth.* pairs of kv as a configuration of their own. */
+static esbulk_conf_t *auth_conf(const char *const *kv)
+{
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char errstr[512];
+    size_t i;
+
+    if (conf == NULL)
+        die("out of memory");
+    for (i = 0; kv[i] != NULL; i += 2)
+        if (strncmp(kv[i], "auth.", 5) == 0 &&
+            esbulk_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof(errstr)) != ESBULK_OK)
+            die("%s: %s", kv[i], errstr);
+    return conf;
+}
+
+/* One handle through a rotation (esbulk_auth_update): made with a wrong
+ * secret, updated to good credentials, then to a wrong secret again, a
+ * batch after each. The handle's topology, which could not read the
+ * cluster with the wrong secret, reads it with the updated credentials. */
+static void sigv4_rotation(const char *const *kv_good, const char *const *kv_wrong,
+                           const char *index)
+{
+    char id[48], body[64], errstr[512];
+    const char *const *steps[] = {kv_wrong, kv_good, kv_wrong};
+    size_t n = 100, base = 600, i, k;
+    esbulk_t *eb = handle(kv_wrong);
+    long before = count_of(index);
+
+    seen_reset(base + 3 * n);
+    for (k = 0; k < 3; k++) {
+        esbulk_conf_t *auth = auth_conf(steps[k]);
+        size_t views = proxy_lines("GET / 0 200 forwarded");
+        tally_t t;
+
+        if (k > 0)
+            check(esbulk_auth_update(eb, auth, errstr, sizeof(errstr)) == ESBULK_OK,
+                  "sigv4/rotation %zu: esbulk_auth_update: %s", k, k ? "ok" : errstr);
+        esbulk_conf_destroy(auth);
+        /* the handle looks at the cluster again (GET /) within seconds of a
+         * failed look: with the good credentials, that one is answered */
+        if (k == 1)
+            check(wait_log("GET / 0 200 forwarded", views + 1, 15000),
+                  "sigv4/rotation: the handle's topology reads the cluster with the updated "
+                  "credentials");
+        for (i = 0; i < n; i++) {
+            snprintf(id, sizeof(id), "rot%zu-%zu", k, i);
+            snprintf(body, sizeof(body), "{\"n\":%zu}", i);
+            add_or_die(eb, ESBULK_OP_INDEX, index, id, body, base + k * n + i);
+        }
+        check(esbulk_flush(eb, 30000) == ESBULK_OK, "sigv4/rotation %zu: flush in time", k);
+        t = seen_tally(base + k * n, base + (k + 1) * n);
+        if (k != 1)
+            check(t.failed == n && seen[base + k * n].status == 403 &&
+                      seen[base + k * n].err == ESBULK_ERR_AUTH,
+                  "sigv4/rotation %zu: with a wrong secret, %zu of %zu FAILED with ERR_AUTH "
+                  "403 (%.120s)", k, t.failed, n, seen[base + k * n].reason);
+        else
+            check(t.indexed == n, "sigv4/rotation %zu: %zu of %zu indexed (%.120s)", k,
+                  t.indexed, n, seen[base + k * n].reason);
+    }
+    esbulk_destroy(eb);
+    check(count_of(index) == before + (long)n, "sigv4/rotation: the count is the indexed (%ld)",
+          count_of(index) - before);
 }
 
 #define AWS_KEY_ID "AKIDITFAULTS"
@@ -1015,6 +1087,8 @@ static void mode_sigv4(const char *arg)
     }
     check(count_of(index) == (long)n, "sigv4: index count %ld equals the %zu indexed",
           count_of(index), n);
+    if (token)
+        sigv4_rotation(kv_good, kv_wrong, index);
 }
 
 /* ------------------------------------------------------------------------- */
