@@ -67,6 +67,7 @@ _SIGNATURES = (
     ("esbulk_close", c_int32, c_void_p, c_int32),
     ("esbulk_destroy", None, c_void_p),
     ("esbulk_pending", c_int64, c_void_p),
+    ("esbulk_auth_update", c_int32, c_void_p, c_void_p, c_char_p, c_size_t),
     ("esbulk_poll_results", c_int32, c_void_p, POINTER(c_void_p), c_size_t, c_int32),
     ("esbulk_results_release", c_int32, c_void_p),
     ("esbulk_log_take", c_int32, c_void_p, POINTER(c_int32), c_char_p, c_size_t, c_char_p,

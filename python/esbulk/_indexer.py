@@ -84,7 +84,9 @@ _ErrorFields = Tuple[Optional[str], Optional[str], Optional[bytes], Optional[str
 # with its dots as underscores.
 CONF_KEYS = (
     "urls", "connect.timeout.ms", "request.timeout.ms", "response.max.bytes",
-    "auth.username", "auth.password", "auth.api_key", "auth.bearer", "http.headers",
+    "auth.username", "auth.password", "auth.api_key", "auth.bearer", "auth.aws.region",
+    "auth.aws.service", "auth.aws.access_key_id", "auth.aws.secret_access_key",
+    "auth.aws.session_token", "http.headers",
     "tls.ca.file", "tls.ca.path", "tls.cert.file", "tls.key.file", "tls.key.password",
     "tls.insecure", "topology.discovery", "topology.refresh.interval.ms", "topology.wait.ms",
     "topology.idle.ms", "node.recheck.ms", "log.level", "routing.level", "flush.docs",
@@ -567,6 +569,39 @@ def _encode_all(bodies: Iterable[Body]) -> List[Optional[bytes]]:
             for b in bodies]
 
 
+def _aws_keys(creds: Any) -> Dict[str, str]:
+    """The auth.aws.* credential keys of AWS credentials: frozen when they
+    can be (botocore's refreshable ones), as opensearch-py signs with them."""
+    frozen = getattr(creds, "get_frozen_credentials", None)
+    if callable(frozen):
+        creds = frozen()
+    key, secret = getattr(creds, "access_key", None), getattr(creds, "secret_key", None)
+    if not key or not secret:
+        raise ConfigError("aws_credentials: no access_key and secret_key in %r"
+                          % (type(creds).__name__,), _clib.ERR_BAD_VALUE)
+    keys = {"auth.aws.access_key_id": str(key), "auth.aws.secret_access_key": str(secret)}
+    token = getattr(creds, "token", None)
+    if token:
+        keys["auth.aws.session_token"] = str(token)
+    return keys
+
+
+def _make_conf(settings: Iterable[Tuple[str, str]]) -> int:
+    """A new esbulk_conf_t with settings set (destroyed if one is refused)."""
+    c = lib.esbulk_conf_new()
+    if not c:
+        raise MemoryError("esbulk_conf_new")
+    err = ctypes.create_string_buffer(512)
+    for k, v in settings:
+        rc = lib.esbulk_conf_set(c, k.encode(), v.encode(), err, len(err))
+        if rc != _clib.OK:
+            lib.esbulk_conf_destroy(c)
+            msg = _clib.dec(err.value) or _clib.err2str(rc)
+            # the library's message names the key already, mostly
+            raise ConfigError(msg if k in msg else "%s: %s" % (k, msg), rc)
+    return int(c)
+
+
 class Indexer:
     """A bulk indexer over libesbulk, in the manner of confluent-kafka's Producer.
 
@@ -580,6 +615,13 @@ class Indexer:
     - ``block``: when the buffer is full (buffer.max.docs / buffer.max.bytes),
       add() serves results and waits for room instead of raising BufferError.
       Blocking serves callbacks from add(), so use it from the polling thread.
+    - ``aws_credentials``: AWS credentials to sign with (with ``auth.aws.region``,
+      and ``auth.aws.service`` for Serverless): botocore's / boto3's
+      (``boto3.Session().get_credentials()``) or anything with ``access_key``,
+      ``secret_key`` and ``token``. Refreshable ones (instance, task or pod
+      roles, assumed roles, SSO) are read again, frozen, at most every
+      minute while results are pulled, and the handle updated
+      (``update_auth``) when they changed, so that a long run outlives them.
 
     Results reach the callbacks only inside poll(), flush() and close(), on
     the thread that called them: they are pulled from the library in batches
@@ -593,9 +635,15 @@ class Indexer:
     # many seconds at most for its documents (0: dropped at once).
     exit_timeout: float = 5.0
 
+    # How often refreshable AWS credentials are read again (seconds); botocore
+    # refreshes them 15 minutes before they expire.
+    aws_refresh_s: float = 60.0
+
     def __init__(self, hosts: Any = None, *, on_result: Optional[ResultCallback] = None,
-                 block: bool = False, **conf: Any) -> None:
+                 block: bool = False, aws_credentials: Any = None, **conf: Any) -> None:
         self._eb: Optional[int] = None
+        self._aws: Optional[Tuple[Any, Dict[str, str]]] = None
+        self._aws_read = 0.0  # when they were read last (time.monotonic)
         self._on_result = on_result
         self._block = block
         self._tokens: Dict[int, Tuple[Any, Any]] = {}
@@ -621,18 +669,17 @@ class Indexer:
         for name, value in conf.items():
             if value is not None:
                 settings.append((conf_key(name), conf_value(value, conf_key(name))))
+        if aws_credentials is not None:
+            keys = _aws_keys(aws_credentials)
+            settings.extend(keys.items())
+            if callable(getattr(aws_credentials, "get_frozen_credentials", None)):
+                scope = {k: v for k, v in settings if k in ("auth.aws.region", "auth.aws.service")}
+                self._aws = (aws_credentials, dict(scope, **keys))
+                self._aws_read = time.monotonic()
         self._keep_body = any(k == "result.keep_body" and v == "true" for k, v in settings)
-        c = lib.esbulk_conf_new()
-        if not c:
-            raise MemoryError("esbulk_conf_new")
+        c = _make_conf(settings)
         try:
             err = ctypes.create_string_buffer(512)
-            for k, v in settings:
-                rc = lib.esbulk_conf_set(c, k.encode(), v.encode(), err, len(err))
-                if rc != _clib.OK:
-                    msg = _clib.dec(err.value) or _clib.err2str(rc)
-                    # the library's message names the key already, mostly
-                    raise ConfigError(msg if k in msg else "%s: %s" % (k, msg), rc)
             eb = lib.esbulk_new(c, err, len(err))
             if not eb:
                 msg = _clib.dec(err.value) or "failed"
@@ -647,6 +694,39 @@ class Indexer:
             _open.add(self)
         finally:
             lib.esbulk_conf_destroy(c)
+
+    def update_auth(self, **conf: Any) -> None:
+        """Replaces the handle's credentials (esbulk_auth_update(3)) for the
+        requests that start from now: ``auth.*`` keys of the same kind as the
+        Indexer's, whole (``**{"auth.aws.region": ..., ...}`` or
+        ``auth_aws_region=...``). Raises ConfigError when they do not go
+        together or are of another kind. Thread-safe."""
+        settings = [(conf_key(n), conf_value(v, conf_key(n)))
+                    for n, v in conf.items() if v is not None]
+        c = _make_conf(settings)
+        try:
+            err = ctypes.create_string_buffer(512)
+            rc = lib.esbulk_auth_update(self._handle(), c, err, len(err))
+        finally:
+            lib.esbulk_conf_destroy(c)
+        if rc == _clib.ERR_NOMEM:
+            raise MemoryError("esbulk_auth_update: out of memory")
+        if rc != _clib.OK:
+            raise ConfigError("update_auth: %s" % (_clib.dec(err.value) or _clib.err2str(rc)), rc)
+
+    def _refresh_aws(self) -> None:
+        """Refreshable AWS credentials read again (frozen) when due; the
+        handle updated when they changed."""
+        creds, current = self._aws  # type: ignore[misc]
+        self._aws_read = time.monotonic()
+        keys = _aws_keys(creds)
+        if all(current.get(k) == v for k, v in keys.items()) and \
+                ("auth.aws.session_token" in keys) == ("auth.aws.session_token" in current):
+            return
+        fresh = {k: v for k, v in current.items() if k in ("auth.aws.region", "auth.aws.service")}
+        fresh.update(keys)
+        self.update_auth(**fresh)
+        self._aws = (creds, fresh)
 
     # -- adding -----------------------------------------------------------
 
@@ -996,6 +1076,8 @@ class Indexer:
     def _pull(self, timeout_ms: int) -> int:
         """Pulls one batch into self._ready and releases it at once."""
         eb = self._handle()
+        if self._aws is not None and time.monotonic() >= self._aws_read + self.aws_refresh_s:
+            self._refresh_aws()
         n = lib.esbulk_poll_results(eb, self._out, POLL_BATCH, timeout_ms)
         self._take_log(eb)
         if n < 0:

@@ -140,10 +140,12 @@ def client_conf(client: Any) -> Dict[str, str]:
             elif isinstance(auth, str) and ":" in auth:
                 u, _, p = auth.partition(":")
                 conf["auth.username"], conf["auth.password"] = u, p
-            elif auth is not None:  # a signer (AWS SigV4), a requests auth object
+            elif auth is not None and (aws := _aws_conf(auth)) is not None:
+                conf.update(aws)  # the library signs each request itself
+            elif auth is not None:  # another requests auth object, a callable
                 raise TypeError("esbulk.helpers: the client's http_auth (%s) cannot be used by "
-                                "libesbulk, which sends basic, API key or bearer credentials "
-                                "only" % (type(auth).__name__,))
+                                "libesbulk, which sends basic, API key, bearer or AWS SigV4 "
+                                "credentials only" % (type(auth).__name__,))
             for k, v in (getattr(c, "headers", None) or getattr(session, "headers", None)
                          or {}).items():
                 headers[k.lower()] = v
@@ -176,7 +178,52 @@ def client_conf(client: Any) -> Dict[str, str]:
     return conf
 
 
-_AUTH_KEYS = ("auth.username", "auth.password", "auth.api_key", "auth.bearer")
+_AUTH_KEYS = ("auth.username", "auth.password", "auth.api_key", "auth.bearer",
+              "auth.aws.region", "auth.aws.service", "auth.aws.access_key_id",
+              "auth.aws.secret_access_key", "auth.aws.session_token")
+
+
+def _refreshable_creds(auth: Any) -> Any:
+    """The credentials of an AWS signer when they refresh themselves
+    (botocore's RefreshableCredentials: roles, SSO), else None."""
+    creds = getattr(getattr(auth, "signer", auth), "credentials", None)
+    return creds if callable(getattr(creds, "get_frozen_credentials", None)) else None
+
+
+def _client_refreshable_creds(client: Any) -> Any:
+    """_refreshable_creds of the AWS signer of client's connections, if any."""
+    pool = getattr(getattr(client, "transport", None), "connection_pool", None)
+    for c in getattr(pool, "connections", None) or ():
+        auth = getattr(c, "http_auth", None) or getattr(getattr(c, "session", None), "auth", None)
+        if auth is not None and _aws_conf(auth) is not None:
+            return _refreshable_creds(auth)
+    return None
+
+
+def _aws_conf(auth: Any) -> Optional[Dict[str, str]]:
+    """The auth.aws.* keys of an opensearch-py AWS SigV4 signer
+    (RequestsAWSV4SignerAuth, AWSV4SignerAuth, Urllib3AWSV4SignerAuth, or
+    anything with .credentials and .region, itself or in .signer), or None.
+    Refreshable credentials (botocore's, boto3's) are read once, frozen, as
+    opensearch-py reads them for each request: a helper call signs with the
+    credentials of its start."""
+    signer = getattr(auth, "signer", auth)
+    creds, region = getattr(signer, "credentials", None), getattr(signer, "region", None)
+    if creds is None or not region:
+        return None
+    frozen = getattr(creds, "get_frozen_credentials", None)
+    if callable(frozen):
+        creds = frozen()
+    key, secret = getattr(creds, "access_key", None), getattr(creds, "secret_key", None)
+    if not key or not secret:
+        return None
+    conf = {"auth.aws.region": str(region),
+            "auth.aws.service": str(getattr(signer, "service", None) or "es"),
+            "auth.aws.access_key_id": str(key), "auth.aws.secret_access_key": str(secret)}
+    token = getattr(creds, "token", None)
+    if token:
+        conf["auth.aws.session_token"] = str(token)
+    return conf
 
 
 def _set_auth(conf: Dict[str, Any], auth: Dict[str, str]) -> None:
@@ -324,6 +371,17 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     http_auth, api_key = kwargs.pop("http_auth", None), kwargs.pop("api_key", None)
     if http_auth is not None and api_key is not None:
         raise ValueError("Only one of 'http_auth' and 'api_key' may be passed at a time")
+    # refreshable AWS credentials are read again while the call runs
+    # (Indexer's aws_credentials), so that a long run outlives them
+    aws_creds = (_client_refreshable_creds(client)
+                 if not isinstance(client, (str, bytes, list, tuple)) else None)
+    aws = _aws_conf(http_auth) if http_auth is not None else None
+    if aws is not None:
+        _set_auth(conf, aws)  # a call's signer, in place of the client's
+        aws_creds = _refreshable_creds(http_auth)
+        http_auth = None
+    elif http_auth is not None or api_key is not None:
+        aws_creds = None  # the call's credentials replace the client's signer
     for cred, scheme in ((http_auth, "Basic"), (api_key, "ApiKey")):
         if cred is not None:
             # (user, password) / (id, key) or "user:password" / "id:key";
@@ -385,7 +443,9 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
             inflight = max(1, int(v))
     # block: a full buffer (buffer.max.docs / .bytes, e.g. large documents in
     # the window's chunks) waits for room instead of raising QueueFullError
-    return Indexer(block=True, **conf), index, inflight
+    if "auth.aws.region" not in conf:
+        aws_creds = None  # esbulk_conf= or headers= chose other credentials
+    return Indexer(block=True, aws_credentials=aws_creds, **conf), index, inflight
 
 
 # the server's time units, in seconds ("" : seconds)

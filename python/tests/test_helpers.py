@@ -550,8 +550,10 @@ def test_client_conf_reads_the_credentials_of_a_requests_connection_or_refuses_t
     http_auth on its requests session, not on the connection: the
     credentials were dropped (every document a 401). An auth the library
     cannot use (an AWS SigV4 signer) raised nothing and was dropped too (every
-    document a 403): it raises TypeError naming it."""
-    from opensearchpy import RequestsHttpConnection, Urllib3AWSV4SignerAuth
+    document a 403): it raised TypeError naming it (an AWS signer is taken
+    now, test_client_conf_takes_an_aws_signer; another auth object still
+    raises)."""
+    from opensearchpy import RequestsHttpConnection
 
     c = OpenSearch(["http://es1.example:9200"], http_auth=("admin", "s:cret"),
                    connection_class=RequestsHttpConnection)
@@ -561,10 +563,7 @@ def test_client_conf_reads_the_credentials_of_a_requests_connection_or_refuses_t
                    headers={"Authorization": "Bearer tok"})
     assert helpers.client_conf(c)["auth.bearer"] == "tok"
 
-    class Creds:
-        access_key, secret_key, token = "a", "b", None
-    for cc, auth in ((None, Urllib3AWSV4SignerAuth(Creds(), "us-east-1")),
-                     (RequestsHttpConnection, lambda r: r)):
+    for cc, auth in ((None, lambda *a: {}), (RequestsHttpConnection, lambda r: r)):
         kw = {"connection_class": cc} if cc else {}
         c = OpenSearch(["http://es1.example:9200"], http_auth=auth, **kw)
         with pytest.raises(TypeError, match="http_auth"):
@@ -754,6 +753,176 @@ def test_a_calls_headers_and_credentials_go_with_its_requests():
     ix.close()
     with pytest.raises(ValueError, match="Only one of"):
         helpers._indexer_for(c, 500, 100 << 20, 0, {"http_auth": ("a", "b"), "api_key": "k"})
+
+
+class _FrozenCreds:
+    def __init__(self, key, secret, token=None):
+        self.access_key, self.secret_key, self.token = key, secret, token
+
+
+class _RefreshingCreds:
+    """botocore's RefreshableCredentials as opensearch-py reads them: frozen."""
+    def __init__(self):
+        self.frozen = 0
+
+    def get_frozen_credentials(self):
+        self.frozen += 1
+        return _FrozenCreds("AKIDROTATED", "secret-%d" % self.frozen, "tok-%d" % self.frozen)
+
+
+def test_client_conf_takes_an_aws_signer():
+    """A client made with opensearch-py's AWS SigV4 signer (for Amazon
+    OpenSearch Service or Serverless) raised TypeError: the library could not
+    sign. Its region, service and credentials go to the auth.aws.* keys now,
+    refreshable credentials frozen as opensearch-py freezes them."""
+    from opensearchpy import (AWSV4SignerAuth, RequestsAWSV4SignerAuth, RequestsHttpConnection,
+                              Urllib3AWSV4SignerAuth)
+
+    for signer, kw in ((AWSV4SignerAuth, {"connection_class": RequestsHttpConnection}),
+                       (RequestsAWSV4SignerAuth, {"connection_class": RequestsHttpConnection}),
+                       (Urllib3AWSV4SignerAuth, {})):
+        c = OpenSearch(["https://search-x.eu-west-1.es.amazonaws.com:443"],
+                       http_auth=signer(_FrozenCreds("AKIDEXAMPLE", "s3cr3t"), "eu-west-1"), **kw)
+        conf = helpers.client_conf(c)
+        assert {k: v for k, v in conf.items() if k.startswith("auth.")} == {
+            "auth.aws.region": "eu-west-1", "auth.aws.service": "es",
+            "auth.aws.access_key_id": "AKIDEXAMPLE", "auth.aws.secret_access_key": "s3cr3t"}
+    creds = _RefreshingCreds()
+    c = OpenSearch(["http://es1.example:9200"],
+                   http_auth=Urllib3AWSV4SignerAuth(creds, "us-east-1", "aoss"))
+    conf = helpers.client_conf(c)
+    assert (conf["auth.aws.service"], conf["auth.aws.secret_access_key"],
+            conf["auth.aws.session_token"]) == ("aoss", "secret-1", "tok-1")
+    # a call's signer in place of the client's basic credentials
+    c = OpenSearch(["http://es1.example:9200"], http_auth=("u", "p"))
+    ix, _, _ = helpers._indexer_for(
+        c, 500, 100 << 20, 0,
+        {"http_auth": Urllib3AWSV4SignerAuth(creds, "eu-west-1")})
+    ix.close()
+    with pytest.raises(TypeError, match="basic, API key, bearer or AWS SigV4"):
+        helpers.client_conf(OpenSearch(["http://es1.example:9200"],
+                                       http_auth=lambda *a: {}))
+
+
+@pytest.fixture
+def sigv4_proxy():
+    """tests/faultproxy.py in front of the cluster, checking every request's
+    AWS SigV4 signature with botocore (Debian's, for /usr/bin/python3), as
+    Amazon OpenSearch Service does."""
+    import os
+    import subprocess
+    import tempfile
+    from conftest import URL
+
+    # the source tree's (tests/python.test runs an installed copy of these tests)
+    src = os.environ.get("ESBULK_PY_SRC") or os.path.join(os.path.dirname(__file__), "..")
+    proxy = os.path.join(src, "..", "tests", "faultproxy.py")
+    d = tempfile.mkdtemp()
+    pidfile, log = os.path.join(d, "pid"), os.path.join(d, "log")
+    p = subprocess.Popen(["/usr/bin/python3", proxy, "--listen", "19277", "--upstream", URL,
+                          "--pidfile", pidfile, "--log", log, "--max-seconds", "120",
+                          "--require-sigv4", "AKIDPYTEST:py-s3cr3t:eu-west-1:es:py-tok/en="],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        if os.path.exists(pidfile) and os.path.getsize(pidfile) > 0:
+            break
+        if p.poll() is not None:
+            pytest.fail("the SigV4 proxy did not start: %s" % p.stdout.read().decode())
+        time.sleep(0.1)
+    else:
+        pytest.fail("the SigV4 proxy did not start on port 19277")
+    yield "http://127.0.0.1:19277", log
+    p.terminate()
+    p.wait()
+
+
+def test_bulk_signed_for_aws(sigv4_proxy, make_index):
+    """helpers.bulk with a client signed for Amazon OpenSearch Service gives
+    opensearch-py's answer, each side's requests checked by botocore in the
+    proxy; with a wrong secret, nothing is indexed and the service's 403 is
+    said."""
+    from opensearchpy import RequestsAWSV4SignerAuth, RequestsHttpConnection
+
+    url, log = sigv4_proxy
+    index = make_index()
+    good = _FrozenCreds("AKIDPYTEST", "py-s3cr3t", "py-tok/en=")
+    client = OpenSearch([url], http_auth=RequestsAWSV4SignerAuth(good, "eu-west-1"),
+                        connection_class=RequestsHttpConnection)
+    acts = [{"_index": index, "_id": str(i), "n": i} for i in range(500)]
+    assert helpers.bulk(client, acts) == peer.bulk(client, acts) == (500, [])
+    assert count(index) == 500
+    with open(log) as f:
+        assert "FAULT sigv4" not in f.read()
+    bad = OpenSearch([url], http_auth=RequestsAWSV4SignerAuth(
+        _FrozenCreds("AKIDPYTEST", "wrong", "py-tok/en="), "eu-west-1"),
+        connection_class=RequestsHttpConnection)
+    more = [{"_index": index, "_id": "x%d" % i, "n": i} for i in range(20)]
+    n, errors = helpers.bulk(bad, more, raise_on_error=False, raise_on_exception=False)
+    assert n == 0 and len(errors) == 20
+    assert all(list(e.values())[0]["status"] == 403 for e in errors), errors[0]
+    assert "signature" in str(errors[0])
+    assert count(index) == 500
+
+
+class _Rotating:
+    """Refreshable credentials that a role would give: wrong at first (as
+    expired ones are), then the proxy's."""
+    def __init__(self):
+        self.frozen = 0
+
+    def get_frozen_credentials(self):
+        self.frozen += 1
+        if self.frozen == 1:
+            return _FrozenCreds("AKIDPYTEST", "expired", "old-token")
+        return _FrozenCreds("AKIDPYTEST", "py-s3cr3t", "py-tok/en=")
+
+
+def test_indexer_refreshes_aws_credentials(sigv4_proxy, make_index):
+    """Indexer(aws_credentials=...) signs with refreshable credentials read
+    again (frozen) while results are pulled, and updates the live handle
+    when they changed (esbulk_auth_update): a run outlives credentials that
+    expire. update_auth() refuses credentials of another kind."""
+    url, log = sigv4_proxy
+    index = make_index()
+    creds = _Rotating()
+    with esbulk.Indexer(url, aws_credentials=creds, auth_aws_region="eu-west-1") as ix:
+        assert creds.frozen == 1
+        got = []
+        ix.add(index, {"n": 0}, id="0", on_result=got.append)
+        ix.flush()
+        assert got[0].status == 403 and "security token" in got[0].reason
+        assert creds.frozen == 1  # not due yet (every aws_refresh_s, a minute)
+        # due: pulled results read the credentials again, the role's new ones
+        ix.aws_refresh_s = 0.0
+        ix.poll(0)
+        assert creds.frozen == 2
+        ix.add(index, {"n": 1}, id="1", on_result=got.append)
+        ix.flush()
+        assert got[1].ok, got[1]
+        with pytest.raises(esbulk.ConfigError, match="the kind of credentials cannot change"):
+            ix.update_auth(auth_username="u", auth_password="p")
+        with pytest.raises(esbulk.ConfigError, match="needs auth.aws.access_key_id"):
+            ix.update_auth(**{"auth.aws.region": "eu-west-1"})
+    assert count(index) == 1
+
+
+def test_helpers_refresh_a_signers_credentials(sigv4_proxy, make_index, monkeypatch):
+    """helpers.bulk with a signer over refreshable credentials reads them
+    again while it runs, as opensearch-py's signer does for each request."""
+    from opensearchpy import RequestsAWSV4SignerAuth, RequestsHttpConnection
+
+    url, _ = sigv4_proxy
+    index = make_index()
+    creds = _Rotating()
+    creds.frozen = 1  # already past the expired set
+    monkeypatch.setattr(esbulk.Indexer, "aws_refresh_s", 0.0)
+    client = OpenSearch([url], http_auth=RequestsAWSV4SignerAuth(creds, "eu-west-1"),
+                        connection_class=RequestsHttpConnection)
+    acts = [{"_index": index, "_id": str(i), "n": i} for i in range(300)]
+    before = creds.frozen
+    assert helpers.bulk(client, acts, chunk_size=50) == (300, [])
+    assert creds.frozen > before + 1  # read at the start, and again while it ran
+    assert count(index) == 300
 
 
 def test_bulk_with_a_calls_opaque_id_indexes(client, make_index):
