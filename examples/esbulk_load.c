@@ -77,6 +77,10 @@ static const char *load_help =
     "Connection:\n"
     "  --url URL             a node URL (repeatable); default http://127.0.0.1:9200\n"
     "  --user U --password P | --api-key K | --bearer T\n"
+    "  --aws-region R [--aws-service es|aoss]  sign for Amazon OpenSearch Service\n"
+    "                        (Serverless: aoss) with the credentials of the\n"
+    "                        environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+    "                        AWS_SESSION_TOKEN (auth.aws.*)\n"
     "  -H, --header 'NAME: VALUE'  an HTTP header for every request, such as\n"
     "                        'X-Opaque-Id: nightly' (repeatable; http.headers)\n"
     "  --insecure            do not verify TLS certificates\n"
@@ -1546,7 +1550,7 @@ enum {
     O_FORMAT = 256, O_URL, O_INDEX, O_OP, O_ID_FIELD, O_ROUTING_FIELD, O_ID_GENERATE,
     O_FLUSH_DOCS, O_FLUSH_BYTES, O_FLUSH_INTERVAL, O_INFLIGHT, O_ROUTING_LEVEL, O_COMPRESSION,
     O_USER, O_PASSWORD, O_API_KEY, O_BEARER, O_INSECURE, O_CA_FILE, O_SET, O_FAILED, O_QUIET,
-    O_STATS, O_HELP, O_HEADER = 'H'
+    O_STATS, O_HELP, O_AWS_REGION, O_AWS_SERVICE, O_HEADER = 'H'
 };
 
 static const struct option load_opts[] = {
@@ -1567,6 +1571,8 @@ static const struct option load_opts[] = {
     {"password", required_argument, NULL, O_PASSWORD},
     {"api-key", required_argument, NULL, O_API_KEY},
     {"bearer", required_argument, NULL, O_BEARER},
+    {"aws-region", required_argument, NULL, O_AWS_REGION},
+    {"aws-service", required_argument, NULL, O_AWS_SERVICE},
     {"header", required_argument, NULL, O_HEADER},
     {"insecure", no_argument, NULL, O_INSECURE},
     {"ca-file", required_argument, NULL, O_CA_FILE},
@@ -1650,7 +1656,7 @@ int esbulk_cmd_load(int argc, char **argv)
     };
     kv_t opts[64], sets[MAX_SETS];
     const char *urls[MAX_URLS], *headers[MAX_HEADERS];
-    int nopts = 0, nsets = 0, nurls = 0, nheaders = 0, c, i, li, rc = 0, fatal = 0;
+    int nopts = 0, nsets = 0, nurls = 0, nheaders = 0, c, i, li, rc = 0, fatal = 0, aws = 0;
     char optnames[64][32];
     char *urlbuf = NULL, *headerbuf = NULL, errstr[512], *stats_text;
     esbulk_conf_t *conf = NULL;
@@ -1713,6 +1719,8 @@ int esbulk_cmd_load(int argc, char **argv)
         case O_PASSWORD: key = "auth.password"; break;
         case O_API_KEY: key = "auth.api_key"; break;
         case O_BEARER: key = "auth.bearer"; break;
+        case O_AWS_REGION: key = "auth.aws.region"; aws = 1; break;
+        case O_AWS_SERVICE: key = "auth.aws.service"; break;
         case O_CA_FILE: key = "tls.ca.file"; break;
         case O_INSECURE:
             opts[nopts].key = "tls.insecure";
@@ -1759,6 +1767,31 @@ int esbulk_cmd_load(int argc, char **argv)
     }
     L.inputs = argv + optind;
     L.ninputs = argc - optind;
+    if (aws) {
+        /* the credentials from where the AWS tools take them, never argv
+         * (which any user on the machine can read) */
+        static const char *const env[][2] = {
+            {"AWS_ACCESS_KEY_ID", "auth.aws.access_key_id"},
+            {"AWS_SECRET_ACCESS_KEY", "auth.aws.secret_access_key"},
+            {"AWS_SESSION_TOKEN", "auth.aws.session_token"},
+        };
+
+        if (getenv("AWS_ACCESS_KEY_ID") == NULL || getenv("AWS_SECRET_ACCESS_KEY") == NULL)
+            return usage_error("--aws-region signs with AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the "
+                               "environment: %s", "not set");
+        for (i = 0; i < 3; i++) {
+            const char *v = getenv(env[i][0]);
+
+            if (v == NULL || *v == '\0')
+                continue;
+            if (nopts == (int)(sizeof(opts) / sizeof(opts[0])))
+                return usage_error("too many options%s", "");
+            opts[nopts].key = env[i][1];
+            opts[nopts].value = v;
+            opts[nopts++].option = env[i][0];
+        }
+    }
 
     if (L.format == FMT_NDJSON && L.index == NULL)
         return usage_error("--index is required for --format ndjson%s", "");
