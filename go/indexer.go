@@ -206,7 +206,9 @@ var fieldOf = map[string]string{
 	"urls": "Addresses", "max.inflight.per.node": "NumWorkers", "flush.bytes": "FlushBytes",
 	"flush.interval.ms": "FlushInterval", "flush.docs": "FlushDocs", "bulk.pipeline": "Pipeline",
 	"bulk.refresh": "Refresh", "auth.username": "Username", "auth.password": "Password",
-	"auth.api_key": "APIKey", "tls.ca.file": "CACertFile", "tls.ca.path": "CAPath",
+	"auth.api_key": "APIKey", "auth.aws.region": "AWSRegion", "auth.aws.service": "AWSService",
+	"auth.aws.access_key_id": "AWSCredentials", "auth.aws.secret_access_key": "AWSCredentials",
+	"auth.aws.session_token": "AWSCredentials", "tls.ca.file": "CACertFile", "tls.ca.path": "CAPath",
 	"tls.cert.file": "CertFile", "tls.key.file": "KeyFile", "tls.key.password": "KeyPassword",
 	"tls.insecure": "InsecureSkipVerify", "routing.level": "RoutingLevel", "retry.max": "RetryMax",
 	"retry.backoff.ms": "RetryBackoff", "retry.backoff.max.ms": "RetryBackoffMax",
@@ -284,6 +286,23 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	}
 	if cfg.APIKey != "" {
 		set("auth.api_key", cfg.APIKey)
+	}
+	if (cfg.AWSRegion != "") != (cfg.AWSCredentials != nil) {
+		return nil, &Error{Code: ErrCodeInvalidArg,
+			Reason: "BulkIndexerConfig.AWSRegion and AWSCredentials go together: set both or neither"}
+	}
+	if cfg.AWSRegion != "" {
+		set("auth.aws.region", cfg.AWSRegion)
+		if cfg.AWSService != "" {
+			set("auth.aws.service", cfg.AWSService)
+		}
+		for _, k := range []string{"auth.aws.access_key_id", "auth.aws.secret_access_key",
+			"auth.aws.session_token"} {
+			if _, ok := cfg.Config[k]; ok {
+				return nil, &Error{Code: ErrCodeInvalidArg,
+					Reason: "BulkIndexerConfig.AWSCredentials and Config[\"" + k + "\"] are both set: set one"}
+			}
+		}
 	}
 	for _, f := range []struct{ field, key, path string }{
 		{"CACertFile", "tls.ca.file", cfg.CACertFile},
@@ -384,6 +403,13 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 	if err != nil {
 		return nil, err
 	}
+	var creds [3]string
+	if cfg.AWSCredentials != nil {
+		if creds, err = awsRetrieve(cfg.AWSCredentials); err != nil {
+			return nil, &Error{Code: ErrCodeInvalidArg, Reason: "BulkIndexerConfig.AWSCredentials: " + err.Error()}
+		}
+		kv = append(kv, awsKeys(creds)...)
+	}
 	errstr := (*C.char)(C.malloc(errstrBytes))
 	defer C.free(unsafe.Pointer(errstr))
 	conf := C.esbulk_conf_new()
@@ -421,7 +447,92 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 	}
 	b.bufPool.New = func() interface{} { return new(bytes.Buffer) }
 	go b.run()
+	if cfg.AWSCredentials != nil {
+		go b.refreshAWS(creds)
+	}
 	return b, nil
+}
+
+// awsRetrieve calls an AWSCredentials function, within 30 s.
+func awsRetrieve(f func(context.Context) (string, string, string, error)) ([3]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, secret, token, err := f(ctx)
+	if err == nil && (id == "" || secret == "") {
+		err = errors.New("no access key id or secret access key")
+	}
+	return [3]string{id, secret, token}, err
+}
+
+// awsKeys: the auth.aws.* keys of credentials (id, secret, token).
+func awsKeys(c [3]string) [][2]string {
+	kv := [][2]string{{"auth.aws.access_key_id", c[0]}, {"auth.aws.secret_access_key", c[1]}}
+	if c[2] != "" {
+		kv = append(kv, [2]string{"auth.aws.session_token", c[2]})
+	}
+	return kv
+}
+
+// refreshAWS asks cfg.AWSCredentials again every AWSRefresh until Close
+// begins, and updates the handle's credentials when they changed.
+func (b *indexer) refreshAWS(last [3]string) {
+	every := b.cfg.AWSRefresh
+	if every <= 0 {
+		every = time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-t.C:
+		}
+		creds, err := awsRetrieve(b.cfg.AWSCredentials)
+		if err == nil && creds != last {
+			if err = b.updateAuth(awsKeys(creds)); err == nil {
+				last = creds
+			}
+		}
+		if err != nil && b.cfg.OnError != nil {
+			b.cfg.OnError(context.Background(), &Error{Code: ErrCodeAuth,
+				Reason: "BulkIndexerConfig.AWSCredentials: " + err.Error() + " (the credentials in use stay)"})
+		}
+	}
+}
+
+// updateAuth gives the handle the credentials of kv (esbulk_auth_update),
+// with the configuration's region and service.
+func (b *indexer) updateAuth(kv [][2]string) error {
+	errstr := (*C.char)(C.malloc(errstrBytes))
+	defer C.free(unsafe.Pointer(errstr))
+	conf := C.esbulk_conf_new()
+	if conf == nil {
+		return &Error{Code: ErrCodeNoMem}
+	}
+	defer C.esbulk_conf_destroy(conf)
+	all := [][2]string{{"auth.aws.region", b.cfg.AWSRegion}}
+	if b.cfg.AWSService != "" {
+		all = append(all, [2]string{"auth.aws.service", b.cfg.AWSService})
+	}
+	for _, p := range append(all, kv...) {
+		ck, cv := C.CString(p[0]), C.CString(p[1])
+		rc := C.esbulk_conf_set(conf, ck, cv, errstr, errstrBytes)
+		C.free(unsafe.Pointer(ck))
+		C.free(unsafe.Pointer(cv))
+		if rc != C.ESBULK_OK {
+			return &Error{Code: ErrCode(rc), Reason: C.GoString(errstr)}
+		}
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.gone {
+		return ErrClosed
+	}
+	if rc := C.esbulk_auth_update(b.eb, conf, errstr, errstrBytes); rc != C.ESBULK_OK {
+		return &Error{Code: ErrCode(rc), Reason: C.GoString(errstr)}
+	}
+	return nil
 }
 
 func (b *indexer) roomChan() chan struct{} {

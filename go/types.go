@@ -263,6 +263,27 @@ type BulkIndexerConfig struct {
 	Username string
 	Password string
 	APIKey   string
+	// AWSRegion, when set, signs every request, bulk and metadata, with
+	// AWS Signature Version 4 for Amazon OpenSearch Service (AWSService
+	// "es", the default) or Amazon OpenSearch Serverless ("aoss")
+	// (auth.aws.region, auth.aws.service), with the credentials
+	// AWSCredentials gives.
+	AWSRegion  string
+	AWSService string
+	// AWSCredentials gives the credentials to sign with: NewBulkIndexer
+	// calls it once, then the indexer every AWSRefresh (a minute when 0)
+	// until Close, and when they changed, the requests that start from then
+	// are signed with the new ones (esbulk_auth_update), so that temporary
+	// credentials (roles, SSO) are replaced before they expire. An error
+	// from NewBulkIndexer's call is its error; a later one goes to OnError
+	// and the credentials in use stay. aws-sdk-go-v2's provider, in a line:
+	//
+	//	func(ctx context.Context) (string, string, string, error) {
+	//		c, err := awsCfg.Credentials.Retrieve(ctx)
+	//		return c.AccessKeyID, c.SecretAccessKey, c.SessionToken, err
+	//	}
+	AWSCredentials func(ctx context.Context) (accessKeyID, secretAccessKey, sessionToken string, err error)
+	AWSRefresh     time.Duration
 	// TLS, for https:// addresses, as files (opensearch-go's and
 	// go-elasticsearch's CACert takes the PEM bytes; write them to a file):
 	// CACertFile is the PEM bundle of the certificate authorities to trust
