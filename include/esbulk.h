@@ -537,6 +537,22 @@ ESBULK_EXTERN int32_t esbulk_log_take(esbulk_t *eb, int32_t *level, char *facili
 ESBULK_EXTERN esbulk_err_t esbulk_auth_update(esbulk_t *eb, const esbulk_conf_t *conf,
                                               char *errstr, size_t errstr_size);
 
+/* One request to the cluster with the handle's credentials (signed with
+ * auth.aws.*), TLS settings and http.headers: method "GET", "HEAD", "PUT",
+ * "POST" or "DELETE", path from "/" with its query, against the handle's
+ * seed URLs in order until one answers; body (JSON) may be NULL. For the
+ * few administrative requests a job makes around its load (index settings,
+ * creation, a refresh, a task's state); documents go through esbulk_add().
+ * Waits up to timeout_ms (0: request.timeout.ms). *status gets the HTTP
+ * status; *response (when response is not NULL) the answer's body,
+ * NUL-terminated, to free with esbulk_free(), its length in *response_len
+ * (may be NULL). ESBULK_OK when an answer came, whatever its status.
+ * Thread-safe; blocks the calling thread. */
+ESBULK_EXTERN esbulk_err_t esbulk_request(esbulk_t *eb, const char *method, const char *path,
+                                          const char *body, size_t body_len, int32_t timeout_ms,
+                                          int32_t *status, char **response, size_t *response_len,
+                                          char *errstr, size_t errstr_size);
+
 /* Documents added whose result has not been served (through a callback) or
  * released (pulled) yet. Thread-safe. */
 ESBULK_EXTERN int64_t esbulk_pending(esbulk_t *eb);

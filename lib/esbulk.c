@@ -1316,6 +1316,75 @@ esbulk_err_t esbulk_auth_update(esbulk_t *eb, const esbulk_conf_t *conf, char *e
     return ESBULK_OK;
 }
 
+esbulk_err_t esbulk_request(esbulk_t *eb, const char *method, const char *path,
+                           const char *body, size_t body_len, int32_t timeout_ms, int32_t *status,
+                           char **response, size_t *response_len, char *errstr,
+                           size_t errstr_size)
+{
+    static const char *const methods[] = {"GET", "HEAD", "PUT", "POST", "DELETE"};
+    esbulk_err_t err = ESBULK_ERR_TRANSPORT;
+    const char *why;
+    esbulk__buf_t answer;
+    size_t i, known = 0;
+    int s;
+
+    if (response != NULL)
+        *response = NULL;
+    if (response_len != NULL)
+        *response_len = 0;
+    if (status != NULL)
+        *status = 0;
+    if (eb == NULL || method == NULL || path == NULL || status == NULL) {
+        esbulk__errstr(errstr, errstr_size, "%s is NULL", eb == NULL ? "handle"
+                       : method == NULL ? "method" : path == NULL ? "path" : "status");
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        known |= strcmp(method, methods[i]) == 0;
+    why = !known                              ? "method: GET, HEAD, PUT, POST or DELETE"
+          : path[0] != '/'                    ? "path: it starts with '/'"
+          : strpbrk(path, " \r\n") != NULL    ? "path: no blank or line break (percent-encode them)"
+          : timeout_ms < 0                    ? "timeout_ms is negative"
+          : body != NULL && !strcmp(method, "HEAD") ? "a HEAD request has no body"
+                                              : NULL;
+    if (why != NULL) {
+        esbulk__errstr(errstr, errstr_size, "%s", why);
+        return ESBULK_ERR_INVALID_ARG;
+    }
+    esbulk__buf_init(&answer, eb->http.response_max_bytes);
+    for (s = 0; s < eb->nseeds && err == ESBULK_ERR_TRANSPORT; s++) {
+        size_t n = strlen(eb->seeds[s].base) + strlen(path) + 1;
+        char *url = malloc(n);
+        long st = 0;
+
+        if (url == NULL) {
+            err = ESBULK_ERR_NOMEM;
+            esbulk__errstr(errstr, errstr_size, "out of memory");
+            break;
+        }
+        snprintf(url, n, "%s%s", eb->seeds[s].base, path);
+        err = esbulk__http_request(&eb->http, method, url, body ? "application/json" : NULL,
+                                   body, body_len, timeout_ms, &st, &answer, errstr, errstr_size);
+        free(url);
+        *status = (int32_t)st;
+    }
+    if (err == ESBULK_OK && response != NULL) {
+        *response = malloc(answer.len + 1);
+        if (*response == NULL) {
+            err = ESBULK_ERR_NOMEM;
+            esbulk__errstr(errstr, errstr_size, "out of memory");
+        } else {
+            if (answer.len > 0)
+                memcpy(*response, answer.data, answer.len);
+            (*response)[answer.len] = '\0';
+            if (response_len != NULL)
+                *response_len = answer.len;
+        }
+    }
+    esbulk__buf_free(&answer);
+    return err;
+}
+
 int64_t esbulk_pending(esbulk_t *eb)
 {
     int64_t n;

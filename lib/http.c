@@ -537,6 +537,8 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
         curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     } else if (strcmp(method, "GET") == 0) {
         curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(easy, CURLOPT_NOBODY, 1L); /* no body is coming: none is waited for */
     }
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : opts->request_timeout_ms);

@@ -4,68 +4,41 @@
  * and set to -1, 0 and async; after the snapshot (also after SIGINT/SIGTERM,
  * and at the next start after a run that died) the saved values are put
  * back. A setting that was not set on the index is saved as null, which
- * resets it to the default. These are plain HTTP requests to the first
- * --url (libcurl), outside libesbulk's engine.
+ * resets it to the default. These requests go through esbulk_request(3),
+ * outside the engine's bulk requests but with the handle's credentials,
+ * TLS settings and headers.
  */
 #include "job.h"
 
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *keys[3] = {"refresh_interval", "number_of_replicas", "translog.durability"};
 
-static size_t on_body(char *p, size_t size, size_t n, void *opaque)
-{
-    esm_buf_t *b = opaque;
-    return esm_buf_add(b, p, size * n) ? 0 : size * n;
-}
-
-/* A request waited on without limit is cut short by a signal. */
-static int on_progress(void *opaque, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)opaque, (void)dt, (void)dn, (void)ut, (void)un;
-    return esm_interrupted ? 1 : 0;
-}
-
-/* One request (timeout_s 0: no limit, but a signal ends it); *status gets
- * the HTTP status; the body in out. */
+/* One request through the job's libesbulk handle (esbulk_request(3)): its
+ * URLs, credentials (signed with auth.aws.*), TLS settings and headers, as
+ * the documents go. *status gets the HTTP status; the body in out. */
 static int http_t(esm_job_t *job, const char *method, const char *path, const char *body,
                   long *status, esm_buf_t *out, long timeout_s)
 {
-    char url[2048];
-    snprintf(url, sizeof(url), "%s%s", job->import_url, path);
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -1;
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    char errstr[512], *answer = NULL;
+    size_t len = 0;
+    int32_t st = 0;
+
     out->len = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    if (!strcmp(method, "HEAD"))
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L); /* no body is coming */
-    else
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (!timeout_s) {
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    }
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK) {
-        if (!(rc == CURLE_ABORTED_BY_CALLBACK && esm_interrupted))
-            esm_log("%s %s: %s", method, url, curl_easy_strerror(rc));
+    if (out->p)
+        out->p[0] = '\0';
+    esbulk_err_t err = esbulk_request(job->eb, method, path, body, body ? strlen(body) : 0,
+                                      (int32_t)(timeout_s * 1000), &st, &answer, &len, errstr,
+                                      sizeof(errstr));
+    *status = st;
+    if (err != ESBULK_OK) {
+        esm_log("%s %s: %s", method, path, errstr);
         return -1;
     }
-    return 0;
+    int rc = len > 0 && esm_buf_add(out, answer, len) ? -1 : 0;
+    esbulk_free(answer);
+    return rc;
 }
 
 static int http(esm_job_t *job, const char *method, const char *path, const char *body,
@@ -321,12 +294,38 @@ int esm_forcemerge(esm_job_t *job)
         esm_buf_t out = {0};
         long status = 0;
         int64_t t0 = esm_now_ns();
-        int rc = http_t(job, "POST", path, NULL, &status, &out, 0L);
-        if (rc && esm_interrupted) {
-            esm_buf_free(&out);
-            esm_log("%s: forcemerge left to the cluster (stopped by a signal)", index);
-            return 0;
+        /* a task, waited for a second at a time: a signal is seen within
+         * one, and no request waits for the whole merge */
+        char task_path[1100];
+        snprintf(task_path, sizeof(task_path), "%s&wait_for_completion=false", path);
+        int rc = http(job, "POST", task_path, NULL, &status, &out);
+        json_t *task = rc == 0 && status == 200 ? json_loadb(out.p, out.len, 0, NULL) : NULL;
+        const char *id = json_string_value(json_object_get(task, "task"));
+        if (id) {
+            char tp[512];
+            snprintf(tp, sizeof(tp), "/_tasks/%s?wait_for_completion=true&timeout=1s", id);
+            for (;;) {
+                if (esm_interrupted) {
+                    json_decref(task);
+                    esm_buf_free(&out);
+                    esm_log("%s: forcemerge left to the cluster (stopped by a signal)", index);
+                    return 0;
+                }
+                /* while it runs, the wait's timeout: 500 timeout_exception;
+                 * 200 when done */
+                if ((rc = http(job, "GET", tp, NULL, &status, &out)) != 0 || status != 500 ||
+                    !out.p || !strstr(out.p, "timeout_exception"))
+                    break;
+            }
+            json_t *t = rc == 0 && status == 200 ? json_loadb(out.p, out.len, 0, NULL) : NULL;
+            json_t *e = json_object_get(t, "error");
+            if (t && !json_is_true(json_object_get(t, "completed")))
+                status = 500;
+            else if (e)
+                status = 500, esm_log("%s: forcemerge: %.300s", index, out.p);
+            json_decref(t);
         }
+        json_decref(task);
         if (rc == 0 && status != 200) {
             esm_log("POST %s: HTTP %ld: %.300s", path, status, out.p ? out.p : "");
             rc = -1;

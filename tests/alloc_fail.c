@@ -503,6 +503,23 @@ static int run_engine(void)
         }
         esbulk_conf_destroy(upd);
     }
+    {
+        /* an administrative request: an answer, NOMEM or the transport's error */
+        char *resp = NULL;
+        int32_t st;
+        esbulk_err_t err = esbulk_request(eb, "PUT", "/idx/_settings", "{}", 2, 2000, &st,
+                                          &resp, NULL, errstr, sizeof(errstr));
+
+        if (err != ESBULK_OK && err != ESBULK_ERR_NOMEM && err != ESBULK_ERR_TRANSPORT) {
+            fprintf(stderr, "esbulk_request: %s: %s\n", esbulk_err2str(err), errstr);
+            bad = 1;
+        }
+        if (err != ESBULK_OK && resp != NULL) {
+            fprintf(stderr, "esbulk_request: a response with an error\n");
+            bad = 1;
+        }
+        esbulk_free(resp);
+    }
     esbulk_flush(eb, 5000);
     esbulk_close(eb, 5000);
     esbulk_destroy(eb);

@@ -1308,6 +1308,89 @@ START_TEST(test_auth_update_concurrent)
 }
 END_TEST
 
+/* esbulk_request(): one request with the handle's credentials and headers,
+ * against its seeds in order until one answers; HEAD waits for no body;
+ * bad arguments refused before anything is sent. */
+START_TEST(test_request)
+{
+    esbulk_conf_t *conf;
+    recorder_t rec;
+    pthread_t th;
+    char errstr[256], *resp = NULL, url[64], urls[160];
+    size_t len = 99;
+    int32_t st = 0;
+    esbulk_t *eb;
+    int64_t t0;
+
+    conf = recorder_conf(&rec, &th, "10");
+    ck_assert_int_eq(esbulk_conf_get(conf, "urls", url, sizeof(url), NULL), ESBULK_OK);
+    snprintf(urls, sizeof(urls), "http://127.0.0.1:1,%s", url); /* the first one is dead */
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", urls, NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.bearer", "tok-7", NULL, 0), ESBULK_OK);
+    ck_assert_int_eq(esbulk_conf_set(conf, "http.headers", "X-Opaque-Id: admin", NULL, 0),
+                     ESBULK_OK);
+    eb = counted_handle(conf);
+    ck_assert_int_eq(esbulk_request(eb, "PUT", "/idx/_settings?x=1", "{\"a\":1}", 7, 5000, &st,
+                                    &resp, &len, errstr, sizeof(errstr)), ESBULK_OK);
+    ck_assert_int_eq(st, 404); /* the recorder's answer to what is not a bulk */
+    ck_assert_str_eq(resp, "{}");
+    ck_assert_uint_eq(len, 2);
+    esbulk_free(resp);
+    pthread_mutex_lock(&rec.lock);
+    ck_assert_int_eq(strncmp(rec.meta_head, "PUT /idx/_settings?x=1 HTTP/1.1\r\n", 33), 0);
+    ck_assert_ptr_nonnull(strstr(rec.meta_head, "\r\nAuthorization: Bearer tok-7\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.meta_head, "\r\nX-Opaque-Id: admin\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.meta_head, "\r\nContent-Type: application/json\r\n"));
+    ck_assert_ptr_nonnull(strstr(rec.meta_head, "\r\nContent-Length: 7\r\n"));
+    pthread_mutex_unlock(&rec.lock);
+    /* HEAD: the answer's Content-Length is not waited for */
+    t0 = esbulk__now_ms();
+    ck_assert_int_eq(esbulk_request(eb, "HEAD", "/idx", NULL, 0, 5000, &st, &resp, &len, errstr,
+                                    sizeof(errstr)), ESBULK_OK);
+    ck_assert_int_lt(esbulk__now_ms() - t0, 2000);
+    ck_assert_int_eq(st, 404);
+    ck_assert_str_eq(resp, "");
+    ck_assert_uint_eq(len, 0);
+    esbulk_free(resp);
+    /* no response wanted */
+    ck_assert_int_eq(esbulk_request(eb, "GET", "/", NULL, 0, 0, &st, NULL, NULL, NULL, 0),
+                     ESBULK_OK);
+    /* refused, nothing sent */
+    ck_assert_int_eq(esbulk_request(eb, "PATCH", "/", NULL, 0, 0, &st, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(errstr, "GET, HEAD, PUT, POST or DELETE"));
+    ck_assert_int_eq(esbulk_request(eb, "GET", "idx", NULL, 0, 0, &st, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_request(eb, "GET", "/a b", NULL, 0, 0, &st, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_request(eb, "GET", "/a\r\nX: 1", NULL, 0, 0, &st, NULL, NULL,
+                                    errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_request(eb, "HEAD", "/", "{}", 2, 0, &st, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_request(eb, "GET", "/", NULL, 0, -1, &st, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_request(eb, "GET", "/", NULL, 0, 0, NULL, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    ck_assert_int_eq(esbulk_request(NULL, "GET", "/", NULL, 0, 0, &st, NULL, NULL, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    esbulk_destroy(eb);
+    recorder_stop(&rec, th);
+    esbulk__buf_free(&rec.bodies);
+
+    /* no seed answers: the transport's error, no response */
+    conf = esbulk_conf_new();
+    ck_assert_int_eq(esbulk_conf_set(conf, "urls", "http://127.0.0.1:1", NULL, 0), ESBULK_OK);
+    eb = counted_handle(conf);
+    resp = (char *)"x";
+    ck_assert_int_eq(esbulk_request(eb, "GET", "/", NULL, 0, 2000, &st, &resp, &len, errstr,
+                                    sizeof(errstr)), ESBULK_ERR_TRANSPORT);
+    ck_assert_ptr_null(resp);
+    ck_assert_int_eq(st, 0);
+    ck_assert_ptr_nonnull(strstr(errstr, "127.0.0.1:1"));
+    esbulk_destroy(eb);
+}
+END_TEST
+
 /* What each bulk request asks the server for (filter_path): every item's
  * status and errors; its _seq_no, _primary_term and _version only with
  * result.meta; its result only when the request holds an update; none of
@@ -2236,6 +2319,7 @@ int main(void)
     tcase_add_test(handle, test_auth_update_rotates);
     tcase_add_test(handle, test_auth_update_basic);
     tcase_add_test(handle, test_auth_update_concurrent);
+    tcase_add_test(handle, test_request);
     tcase_add_test(handle, test_answer_refills_slot_at_once);
     tcase_add_test(handle, test_failures_only_frees_in_one_go);
     tcase_add_test(handle, test_polled_results_not_waited_for);
