@@ -1,8 +1,9 @@
 /* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) for AWS SigV4 signing:
  * portable C (byte-wise big-endian loads and stores, no unaligned access),
- * no allocation. */
+ * and the x86 SHA extensions where the CPU has them; no allocation. */
 #include "sha256.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 static const uint32_t K[64] = {
@@ -53,8 +54,8 @@ static inline void store_be32(unsigned char *p, uint32_t v)
         (h) = t1_ + t2_;                                                   \
     } while (0)
 
-/* Hashes the 64-byte blocks at p[0..64*nblocks) into st. */
-static void compress(uint32_t st[8], const unsigned char *p, size_t nblocks)
+/* Hashes the 64-byte blocks at p[0..64*nblocks) into st, in portable C. */
+static void compress_c(uint32_t st[8], const unsigned char *p, size_t nblocks)
 {
     uint32_t w[64];
 
@@ -89,6 +90,106 @@ static void compress(uint32_t st[8], const unsigned char *p, size_t nblocks)
     }
     /* the schedule holds message (possibly key-derived) words */
     esbulk__wipe(w, sizeof(w));
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define ESBULK__SHA_NI 1
+#define SHA_NI_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+
+/* The same with the x86 SHA extensions (SHA-NI: Intel since Goldmont and
+ * Ice Lake, AMD since Zen), some five times faster: the state as two
+ * registers, ABEF and CDGH (A in the highest lane), four message words a
+ * register, two rounds an instruction. */
+static SHA_NI_TARGET void compress_ni(uint32_t st[8], const unsigned char *p, size_t nblocks)
+{
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i abef, cdgh, t;
+
+    /* a b c d | e f g h -> f e b a | h g d c (lane 0 first) */
+    t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)(const void *)&st[0]), 0xB1);
+    cdgh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)(const void *)&st[4]), 0x1B);
+    abef = _mm_alignr_epi8(t, cdgh, 8);
+    cdgh = _mm_blend_epi16(cdgh, t, 0xF0);
+    while (nblocks--) {
+        __m128i w[4], abef0 = abef, cdgh0 = cdgh, m;
+        int g;
+
+        for (g = 0; g < 16; g++) {
+            if (g < 4) {
+                w[g] = _mm_shuffle_epi8(
+                    _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * g)), bswap);
+            } else {
+                /* w[t..t+3] from w[t-16..t-1]: msg1 adds sigma0 of the
+                 * words 15 back, the add those 7 back, msg2 sigma1 of
+                 * those 2 back */
+                __m128i x = _mm_sha256msg1_epu32(w[g & 3], w[(g + 1) & 3]);
+
+                x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 4));
+                w[g & 3] = _mm_sha256msg2_epu32(x, w[(g + 3) & 3]);
+            }
+            m = _mm_add_epi32(w[g & 3],
+                              _mm_loadu_si128((const __m128i *)(const void *)&K[4 * g]));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(m, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+        p += 64;
+    }
+    /* back: a b c d | e f g h */
+    t = _mm_shuffle_epi32(abef, 0x1B);
+    cdgh = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)(void *)&st[0], _mm_blend_epi16(t, cdgh, 0xF0));
+    _mm_storeu_si128((__m128i *)(void *)&st[4], _mm_alignr_epi8(cdgh, t, 8));
+}
+
+/* Whether this CPU has SHA-NI (and the SSSE3 and SSE4.1 it is used with). */
+static int cpu_has_sha_ni(void)
+{
+    unsigned a, b, c, d;
+
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSSE3) || !(c & bit_SSE4_1))
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (b & (1u << 29)) != 0;
+}
+#endif
+
+/* 0: portable C, 1: SHA-NI; -1: not looked at yet (a benign race: every
+ * thread finds the same) */
+static _Atomic int impl = -1;
+
+int esbulk__sha256_accelerated(int use)
+{
+#ifdef ESBULK__SHA_NI
+    int have = cpu_has_sha_ni();
+
+    atomic_store(&impl, use && have);
+    return atomic_load(&impl);
+#else
+    (void)use;
+    atomic_store(&impl, 0);
+    return 0;
+#endif
+}
+
+static void compress(uint32_t st[8], const unsigned char *p, size_t nblocks)
+{
+    int i = atomic_load_explicit(&impl, memory_order_relaxed);
+
+    if (i < 0)
+        i = esbulk__sha256_accelerated(1);
+#ifdef ESBULK__SHA_NI
+    if (i == 1) {
+        compress_ni(st, p, nblocks);
+        return;
+    }
+#endif
+    compress_c(st, p, nblocks);
 }
 
 void esbulk__sha256_init(esbulk__sha256_t *c)

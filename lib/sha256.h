@@ -28,6 +28,10 @@ void esbulk__sha256(const void *p, size_t n, unsigned char out[ESBULK__SHA256_LE
 void esbulk__hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
                          unsigned char out[ESBULK__SHA256_LEN]);
 
+/* use 1: the CPU's SHA instructions when it has them (the default); 0:
+ * portable C (tests run both). Returns whether they are used now. */
+int esbulk__sha256_accelerated(int use);
+
 /* Lowercase hex of p[0..n) into out, which holds 2n+1 bytes (NUL-terminated). */
 void esbulk__hex(const unsigned char *p, size_t n, char *out);
 

@@ -462,6 +462,16 @@ MUTANTS = [
      """#define BSIG1(x) (rotr32(x, 6) ^ rotr32(x, 11) ^ rotr32(x, 25))""",
      """#define BSIG1(x) (rotr32(x, 6) ^ rotr32(x, 11) ^ rotr32(x, 24))""",
      "a wrong rotation in SHA-256's compression"),
+    ("sha-ni-schedule", "lib/sha256.c",
+     """                x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 4));""",
+     """                x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 8));""",
+     "the SHA-NI message schedule takes the wrong words 7 back"),
+    ("sha-ni-never-used", "lib/sha256.c",
+     """    atomic_store(&impl, use && have);
+    return atomic_load(&impl);""",
+     """    atomic_store(&impl, 0);
+    return atomic_load(&impl);""",
+     "the CPU's SHA instructions found but never used (signing five times slower)"),
     ("hmac-outer-pad", "lib/sha256.c",
      """        pad[i] = (unsigned char)(k[i] ^ 0x5c);""",
      """        pad[i] = (unsigned char)(k[i] ^ 0x36);""",
