@@ -233,6 +233,15 @@ esbulk_err_t esbulk__sigv4_sign(const esbulk__aws_t *aws, const char *method, co
     auth_end = auth + strcspn(auth, "/?#");
     if (auth_end == auth)
         return ESBULK_ERR_INVALID_ARG;
+    {
+        /* the Host line is the authority as it is: no blank or control
+         * byte may end up in a header */
+        const char *q;
+
+        for (q = auth; q < auth_end; q++)
+            if ((unsigned char)*q <= ' ' || *q == 0x7f)
+                return ESBULK_ERR_INVALID_ARG;
+    }
     path = auth_end;
     path_end = path + strcspn(path, "?#");
     query = *path_end == '?' ? path_end + 1 : path_end;

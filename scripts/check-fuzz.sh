@@ -94,6 +94,7 @@ for h in "${harnesses[@]}"; do
         fuzz_load) runs=240000 ;;
         fuzz_response) runs=700000 ;;
         fuzz_route) runs=2000000 ;;
+        fuzz_sigv4) runs=140000 ;;
         fuzz_topology) runs=400000 ;;
         fuzz_writer) runs=1700000 ;;
         *) runs=200000 ;;

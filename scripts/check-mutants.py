@@ -518,7 +518,7 @@ MUTANTS = [
      "a bulk request signed with the hash of an empty body"),
 ]
 
-FUZZ = ["response", "topology", "load", "writer", "route", "conf"]
+FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
          "check_engine", "check_core", "check_misuse", "check_pull", "check_docmem",
          "check_sha256", "check_sigv4"]
