@@ -484,6 +484,12 @@ MUTANTS = [
      """        if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {""",
      """        if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0 && 0) {""",
      "the query's escapes encoded again (%2A signed as %252A)"),
+    ("sigv4-host-ctl-taken", "lib/sigv4.c",
+     """            if ((unsigned char)*q <= ' ' || *q == 0x7f)
+                return ESBULK_ERR_INVALID_ARG;""",
+     """            if (*q == 0x7f)
+                return ESBULK_ERR_INVALID_ARG;""",
+     "a URL's authority with a line break signed into the Host line"),
     ("sigv4-dot-segments-kept", "lib/sigv4.c",
      """        } else if (l > 0 && !(l == 1 && p[0] == '.')) {""",
      """        } else if (l > 0) {""",
