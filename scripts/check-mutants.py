@@ -80,9 +80,11 @@ MUTANTS = [
             dec == ESBULK__RETRY_GIVE_UP_MAX ? ESBULK_ERR_RETRIES_EXHAUSTED""",
      "a document given up after an ambiguous attempt delivered INDEXED, not POSSIBLY"),
     ("no-id-possibly-as-indexed", "lib/core.c",
-     """        deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why);
+     """        deliver(c, doc, ESBULK_OUTCOME_POSSIBLY, err, status, type, why, cause_type,
+                cause_reason);
         return;""",
-     """        deliver(c, doc, ESBULK_OUTCOME_INDEXED, err, status, type, why);
+     """        deliver(c, doc, ESBULK_OUTCOME_INDEXED, err, status, type, why, cause_type,
+                cause_reason);
         return;""",
      "an ambiguous failure of a document without _id delivered INDEXED"),
     ("413-fails-batch", "lib/core.c",
@@ -211,7 +213,7 @@ MUTANTS = [
      "unrouted requests keep a slot free even when nothing routed waits"),
     ("retry-forgets-last-error", "lib/core.c",
      """        esbulk__doc_set_outcome(doc, doc->outcome, err, doc->status, type,
-                                reason ? reason : "failed");""",
+                                reason ? reason : "failed", cause_type, cause_reason);""",
      """        (void)0;""",
      "a document closed or expired while waiting for its retry is not told why its attempt failed"),
     ("unsent-drops-error-type", "lib/core.c",
@@ -408,11 +410,11 @@ MUTANTS = [
      "the lines delivered last are handed over with their block's shares not given back"),
     ("status-only-item-wrong-meta", "lib/response.c",
      """    item->seq_no = item->primary_term = item->version = -1;
-    item->error_type = item->error_reason = NULL;
+    item->error_type = item->error_reason = item->cause_type = item->cause_reason = NULL;
     item->klass = ESBULK__ITEM_OK;
     return 1;""",
      """    item->seq_no = item->primary_term = item->version = 0;
-    item->error_type = item->error_reason = NULL;
+    item->error_type = item->error_reason = item->cause_type = item->cause_reason = NULL;
     item->klass = ESBULK__ITEM_OK;
     return 1;""",
      "an item of the status alone read with _seq_no, _primary_term and _version 0, not absent"),

@@ -861,6 +861,32 @@ static void mode_auth(const char *variant)
 /* ------------------------------------------------------------------------- */
 /* headers: the proxy wants three headers on every request (http.headers). */
 
+/* A topology made with kv_ok reads index through the proxy; one made with
+ * kv_refused is refused (403) by it. */
+static void topology_reads(const char *mode, const char *const *kv_ok,
+                           const char *const *kv_refused, const char *index)
+{
+    char errstr[512];
+    int k;
+
+    for (k = 0; k < 2; k++) {
+        esbulk_conf_t *conf = conf_for(k == 0 ? kv_ok : kv_refused);
+        esbulk_topology_t *topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
+        char *desc = topo ? esbulk_topology_describe(topo, index, errstr, sizeof(errstr)) : NULL;
+
+        if (k == 0)
+            check(desc != NULL, "%s: the topology reads the index: %s", mode,
+                  desc ? "ok" : errstr);
+        else
+            check(desc == NULL && strstr(errstr, "403") != NULL,
+                  "%s: the topology's requests are refused without the credentials: %s", mode,
+                  desc ? "it read the index" : errstr);
+        esbulk_free(desc);
+        esbulk_topology_destroy(topo);
+        esbulk_conf_destroy(conf);
+    }
+}
+
 static void mode_headers(void)
 {
     /* CRLF and LF between the lines, a blank line, blanks around a value,
@@ -874,7 +900,7 @@ static void mode_headers(void)
     const char *const *kvs[] = {kv_some, kv_none};
     const char *index = "it-faults-headers";
     size_t n = 100, from = n, indexed, i, k;
-    char errstr[512], *text = NULL;
+    char *text = NULL;
 
     fresh_index(index, 3);
     seen_reset(3 * n);
@@ -898,22 +924,7 @@ static void mode_headers(void)
               k == 0 ? "one header of three" : "none", ok, n, seen[from].reason);
     }
     /* the topology's own requests carry them too */
-    for (k = 0; k < 2; k++) {
-        esbulk_conf_t *conf = conf_for(k == 0 ? kv_all : kv_some);
-        esbulk_topology_t *topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
-        char *desc = topo ? esbulk_topology_describe(topo, index, errstr, sizeof(errstr)) : NULL;
-
-        if (k == 0)
-            check(desc != NULL, "headers: the topology reads the index with the headers: %s",
-                  desc ? "ok" : errstr);
-        else
-            check(desc == NULL && strstr(errstr, "403") != NULL,
-                  "headers: the topology's requests without them are refused: %s",
-                  desc ? "it read the index" : errstr);
-        esbulk_free(desc);
-        esbulk_topology_destroy(topo);
-        esbulk_conf_destroy(conf);
-    }
+    topology_reads("headers", kv_all, kv_some, index);
     check(count_of(index) == (long)n, "headers: index count %ld equals the %zu indexed",
           count_of(index), n);
 }
@@ -1035,7 +1046,7 @@ static void mode_sigv4(const char *arg)
                                 "auth.aws.secret_access_key", AWS_SECRET, NULL};
     const char *index = token ? "it-faults-sigv4-token" : "it-faults-sigv4";
     size_t n = 200, from = n, indexed, i, k, before;
-    char errstr[512], *text = NULL;
+    char *text = NULL;
 
     fresh_index(index, 3);
     seen_reset(3 * n);
@@ -1069,22 +1080,7 @@ static void mode_sigv4(const char *arg)
               "sigv4: the reason is the service's: %.200s", seen[from].reason);
     }
     /* the topology's own requests are signed */
-    for (k = 0; k < 2; k++) {
-        esbulk_conf_t *conf = conf_for(k == 0 ? kv_good : kv_wrong);
-        esbulk_topology_t *topo = esbulk_topology_new(conf, errstr, sizeof(errstr));
-        char *desc = topo ? esbulk_topology_describe(topo, index, errstr, sizeof(errstr)) : NULL;
-
-        if (k == 0)
-            check(desc != NULL, "sigv4: the topology reads the index, signed: %s",
-                  desc ? "ok" : errstr);
-        else
-            check(desc == NULL && strstr(errstr, "403") != NULL,
-                  "sigv4: the topology's requests with a wrong secret are refused: %s",
-                  desc ? "it read the index" : errstr);
-        esbulk_free(desc);
-        esbulk_topology_destroy(topo);
-        esbulk_conf_destroy(conf);
-    }
+    topology_reads("sigv4", kv_good, kv_wrong, index);
     check(count_of(index) == (long)n, "sigv4: index count %ld equals the %zu indexed",
           count_of(index), n);
     if (token)
