@@ -1719,7 +1719,17 @@ int esbulk_cmd_load(int argc, char **argv)
         case O_PASSWORD: key = "auth.password"; break;
         case O_API_KEY: key = "auth.api_key"; break;
         case O_BEARER: key = "auth.bearer"; break;
-        case O_AWS_REGION: key = "auth.aws.region"; aws = 1; break;
+        case O_AWS_REGION:
+            key = "auth.aws.region";
+            if (!aws && nopts < (int)(sizeof(opts) / sizeof(opts[0])) - 1) {
+                /* a managed domain answers at one endpoint; its nodes'
+                 * addresses are private (--set still wins) */
+                opts[nopts].key = "topology.discovery";
+                opts[nopts].value = "false";
+                opts[nopts++].option = "--aws-region";
+            }
+            aws = 1;
+            break;
         case O_AWS_SERVICE: key = "auth.aws.service"; break;
         case O_CA_FILE: key = "tls.ca.file"; break;
         case O_INSECURE:

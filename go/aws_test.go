@@ -96,9 +96,7 @@ func TestAWSSigned(t *testing.T) {
 			}
 			return good(ctx)
 		},
-		AWSRefresh: 50 * time.Millisecond,
-		// through the proxy: the nodes' own addresses would go around it
-		Config: map[string]string{"topology.discovery": "false"}})
+		AWSRefresh: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

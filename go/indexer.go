@@ -292,6 +292,9 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 			Reason: "BulkIndexerConfig.AWSRegion and AWSCredentials go together: set both or neither"}
 	}
 	if cfg.AWSRegion != "" {
+		// a managed domain answers at one endpoint; its nodes' addresses
+		// are private (Config["topology.discovery"] still wins)
+		set("topology.discovery", "false")
 		set("auth.aws.region", cfg.AWSRegion)
 		if cfg.AWSService != "" {
 			set("auth.aws.service", cfg.AWSService)

@@ -267,7 +267,9 @@ type BulkIndexerConfig struct {
 	// AWS Signature Version 4 for Amazon OpenSearch Service (AWSService
 	// "es", the default) or Amazon OpenSearch Serverless ("aoss")
 	// (auth.aws.region, auth.aws.service), with the credentials
-	// AWSCredentials gives.
+	// AWSCredentials gives. It also sets topology.discovery false: a
+	// managed domain answers at one endpoint, its nodes' addresses are
+	// private (Config["topology.discovery"] wins).
 	AWSRegion  string
 	AWSService string
 	// AWSCredentials gives the credentials to sign with: NewBulkIndexer

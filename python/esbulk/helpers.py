@@ -142,6 +142,9 @@ def client_conf(client: Any) -> Dict[str, str]:
                 conf["auth.username"], conf["auth.password"] = u, p
             elif auth is not None and (aws := _aws_conf(auth)) is not None:
                 conf.update(aws)  # the library signs each request itself
+                # a managed domain answers at one endpoint; its nodes'
+                # addresses are private
+                conf["topology.discovery"] = "false"
             elif auth is not None:  # another requests auth object, a callable
                 raise TypeError("esbulk.helpers: the client's http_auth (%s) cannot be used by "
                                 "libesbulk, which sends basic, API key, bearer or AWS SigV4 "
@@ -378,6 +381,7 @@ def _indexer_for(client: Any, chunk_size: int, max_chunk_bytes: int, max_retries
     aws = _aws_conf(http_auth) if http_auth is not None else None
     if aws is not None:
         _set_auth(conf, aws)  # a call's signer, in place of the client's
+        conf["topology.discovery"] = "false"
         aws_creds = _refreshable_creds(http_auth)
         http_auth = None
     elif http_auth is not None or api_key is not None:

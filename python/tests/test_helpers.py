@@ -787,6 +787,8 @@ def test_client_conf_takes_an_aws_signer():
         assert {k: v for k, v in conf.items() if k.startswith("auth.")} == {
             "auth.aws.region": "eu-west-1", "auth.aws.service": "es",
             "auth.aws.access_key_id": "AKIDEXAMPLE", "auth.aws.secret_access_key": "s3cr3t"}
+        # the domain's endpoint alone: its nodes' addresses are private
+        assert conf["topology.discovery"] == "false"
     creds = _RefreshingCreds()
     c = OpenSearch(["http://es1.example:9200"],
                    http_auth=Urllib3AWSV4SignerAuth(creds, "us-east-1", "aoss"))
@@ -852,7 +854,10 @@ def test_bulk_signed_for_aws(sigv4_proxy, make_index):
     assert helpers.bulk(client, acts) == peer.bulk(client, acts) == (500, [])
     assert count(index) == 500
     with open(log) as f:
-        assert "FAULT sigv4" not in f.read()
+        text = f.read()
+    assert "FAULT sigv4" not in text
+    # every request through the proxy (none straight to a node): ours and the peer's
+    assert text.count("POST /_bulk") >= 2, text
     bad = OpenSearch([url], http_auth=RequestsAWSV4SignerAuth(
         _FrozenCreds("AKIDPYTEST", "wrong", "py-tok/en="), "eu-west-1"),
         connection_class=RequestsHttpConnection)
