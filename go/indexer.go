@@ -415,27 +415,22 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 	}
 	errstr := (*C.char)(C.malloc(errstrBytes))
 	defer C.free(unsafe.Pointer(errstr))
-	conf := C.esbulk_conf_new()
-	if conf == nil {
+	conf, bad, rc := makeConf(kv, errstr)
+	if conf == nil && bad < 0 {
 		return nil, &Error{Code: ErrCodeNoMem}
 	}
-	defer C.esbulk_conf_destroy(conf)
-	for _, p := range kv {
-		ck, cv := C.CString(p[0]), C.CString(p[1])
-		rc := C.esbulk_conf_set(conf, ck, cv, errstr, errstrBytes)
-		C.free(unsafe.Pointer(ck))
-		C.free(unsafe.Pointer(cv))
-		if rc != C.ESBULK_OK {
-			reason := C.GoString(errstr)
-			if v, ok := cfg.Config[p[0]]; ok && v == p[1] {
-				reason = "BulkIndexerConfig.Config[" + strconv.Quote(p[0]) + "]: " + reason
-			} else if f, ok := fieldOf[p[0]]; ok {
-				// the field the program set, and the library's words
-				reason = "BulkIndexerConfig." + f + ": " + reason
-			}
-			return nil, &Error{Code: ErrCode(rc), Reason: reason}
+	if conf == nil {
+		p := kv[bad]
+		reason := C.GoString(errstr)
+		if v, ok := cfg.Config[p[0]]; ok && v == p[1] {
+			reason = "BulkIndexerConfig.Config[" + strconv.Quote(p[0]) + "]: " + reason
+		} else if f, ok := fieldOf[p[0]]; ok {
+			// the field the program set, and the library's words
+			reason = "BulkIndexerConfig." + f + ": " + reason
 		}
+		return nil, &Error{Code: ErrCode(rc), Reason: reason}
 	}
+	defer C.esbulk_conf_destroy(conf)
 	eb := C.esbulk_new(conf, errstr, errstrBytes)
 	if eb == nil {
 		return nil, &Error{Code: ErrCodeInvalidArg, Reason: C.GoString(errstr)}
@@ -454,6 +449,27 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 		go b.refreshAWS(creds)
 	}
 	return b, nil
+}
+
+// makeConf is a new configuration with kv set, in order. When a key is
+// refused: nil, its index in kv and the library's code (its words in
+// errstr); out of memory: nil, -1.
+func makeConf(kv [][2]string, errstr *C.char) (*C.esbulk_conf_t, int, C.esbulk_err_t) {
+	conf := C.esbulk_conf_new()
+	if conf == nil {
+		return nil, -1, C.ESBULK_ERR_NOMEM
+	}
+	for i, p := range kv {
+		ck, cv := C.CString(p[0]), C.CString(p[1])
+		rc := C.esbulk_conf_set(conf, ck, cv, errstr, errstrBytes)
+		C.free(unsafe.Pointer(ck))
+		C.free(unsafe.Pointer(cv))
+		if rc != C.ESBULK_OK {
+			C.esbulk_conf_destroy(conf)
+			return nil, i, rc
+		}
+	}
+	return conf, 0, C.ESBULK_OK
 }
 
 // awsRetrieve calls an AWSCredentials function, within 30 s.
@@ -509,24 +525,18 @@ func (b *indexer) refreshAWS(last [3]string) {
 func (b *indexer) updateAuth(kv [][2]string) error {
 	errstr := (*C.char)(C.malloc(errstrBytes))
 	defer C.free(unsafe.Pointer(errstr))
-	conf := C.esbulk_conf_new()
-	if conf == nil {
-		return &Error{Code: ErrCodeNoMem}
-	}
-	defer C.esbulk_conf_destroy(conf)
 	all := [][2]string{{"auth.aws.region", b.cfg.AWSRegion}}
 	if b.cfg.AWSService != "" {
 		all = append(all, [2]string{"auth.aws.service", b.cfg.AWSService})
 	}
-	for _, p := range append(all, kv...) {
-		ck, cv := C.CString(p[0]), C.CString(p[1])
-		rc := C.esbulk_conf_set(conf, ck, cv, errstr, errstrBytes)
-		C.free(unsafe.Pointer(ck))
-		C.free(unsafe.Pointer(cv))
-		if rc != C.ESBULK_OK {
-			return &Error{Code: ErrCode(rc), Reason: C.GoString(errstr)}
-		}
+	conf, bad, rc := makeConf(append(all, kv...), errstr)
+	if conf == nil && bad < 0 {
+		return &Error{Code: ErrCodeNoMem}
 	}
+	if conf == nil {
+		return &Error{Code: ErrCode(rc), Reason: C.GoString(errstr)}
+	}
+	defer C.esbulk_conf_destroy(conf)
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.gone {

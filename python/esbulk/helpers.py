@@ -48,10 +48,10 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _dumps,
+from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _aws_keys, _dumps,
                        _make_result, _utf8, conf_key, conf_value, encode_body)
 from . import errors as _errors
-from .errors import TransportError
+from .errors import ConfigError, TransportError
 
 __all__ = ["bulk", "streaming_bulk", "parallel_bulk", "expand_action", "BulkIndexError",
            "client_conf"]
@@ -186,10 +186,20 @@ _AUTH_KEYS = ("auth.username", "auth.password", "auth.api_key", "auth.bearer",
               "auth.aws.secret_access_key", "auth.aws.session_token")
 
 
+def _aws_signer(auth: Any) -> Any:
+    """opensearch-py's AWS SigV4 signer (RequestsAWSV4SignerAuth,
+    AWSV4SignerAuth, Urllib3AWSV4SignerAuth: its .signer), or anything with
+    .credentials and .region; else None. Its credentials are not read."""
+    signer = getattr(auth, "signer", auth)
+    if getattr(signer, "credentials", None) is None or not getattr(signer, "region", None):
+        return None
+    return signer
+
+
 def _refreshable_creds(auth: Any) -> Any:
     """The credentials of an AWS signer when they refresh themselves
     (botocore's RefreshableCredentials: roles, SSO), else None."""
-    creds = getattr(getattr(auth, "signer", auth), "credentials", None)
+    creds = getattr(_aws_signer(auth), "credentials", None)
     return creds if callable(getattr(creds, "get_frozen_credentials", None)) else None
 
 
@@ -198,35 +208,26 @@ def _client_refreshable_creds(client: Any) -> Any:
     pool = getattr(getattr(client, "transport", None), "connection_pool", None)
     for c in getattr(pool, "connections", None) or ():
         auth = getattr(c, "http_auth", None) or getattr(getattr(c, "session", None), "auth", None)
-        if auth is not None and _aws_conf(auth) is not None:
+        if _aws_signer(auth) is not None:
             return _refreshable_creds(auth)
     return None
 
 
 def _aws_conf(auth: Any) -> Optional[Dict[str, str]]:
-    """The auth.aws.* keys of an opensearch-py AWS SigV4 signer
-    (RequestsAWSV4SignerAuth, AWSV4SignerAuth, Urllib3AWSV4SignerAuth, or
-    anything with .credentials and .region, itself or in .signer), or None.
-    Refreshable credentials (botocore's, boto3's) are read once, frozen, as
-    opensearch-py reads them for each request: a helper call signs with the
-    credentials of its start."""
-    signer = getattr(auth, "signer", auth)
-    creds, region = getattr(signer, "credentials", None), getattr(signer, "region", None)
-    if creds is None or not region:
+    """The auth.aws.* keys of an AWS signer (_aws_signer), or None.
+    Refreshable credentials (botocore's, boto3's) are read once, frozen
+    (_aws_keys), as opensearch-py reads them for each request: a helper call
+    signs with the credentials of its start, and the Indexer reads them again
+    while it runs (aws_credentials)."""
+    signer = _aws_signer(auth)
+    if signer is None:
         return None
-    frozen = getattr(creds, "get_frozen_credentials", None)
-    if callable(frozen):
-        creds = frozen()
-    key, secret = getattr(creds, "access_key", None), getattr(creds, "secret_key", None)
-    if not key or not secret:
-        return None
-    conf = {"auth.aws.region": str(region),
-            "auth.aws.service": str(getattr(signer, "service", None) or "es"),
-            "auth.aws.access_key_id": str(key), "auth.aws.secret_access_key": str(secret)}
-    token = getattr(creds, "token", None)
-    if token:
-        conf["auth.aws.session_token"] = str(token)
-    return conf
+    try:
+        keys = _aws_keys(signer.credentials)
+    except ConfigError:
+        return None  # no keys in them: not credentials the library can sign with
+    return dict({"auth.aws.region": str(signer.region),
+                 "auth.aws.service": str(getattr(signer, "service", None) or "es")}, **keys)
 
 
 def _set_auth(conf: Dict[str, Any], auth: Dict[str, str]) -> None:
