@@ -14,6 +14,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "esbulk_load.h"
+#include "awscreds.h"
 #include "logonce.h"
 
 #include <esbulk.h>
@@ -81,6 +82,9 @@ static const char *load_help =
     "                        (Serverless: aoss) with the credentials of the\n"
     "                        environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
     "                        AWS_SESSION_TOKEN (auth.aws.*)\n"
+    "  --aws-credential-process CMD  or those CMD prints (AWS's credential_process\n"
+    "                        format), asked for again before they expire; e.g.\n"
+    "                        'aws configure export-credentials --format process'\n"
     "  -H, --header 'NAME: VALUE'  an HTTP header for every request, such as\n"
     "                        'X-Opaque-Id: nightly' (repeatable; http.headers)\n"
     "  --insecure            do not verify TLS certificates\n"
@@ -229,6 +233,7 @@ typedef struct {
     int64_t last_progress_ns;
     int progress_shown;
     const esbulk_conf_t *conf; /* what start_engine() makes the handle from */
+    awscreds_t *aws;           /* --aws-region: the credentials, kept fresh */
     int engine_failed;         /* start_engine() could not make it (said) */
     logonce_t logs;            /* the library's messages said lately (on_log; under
                                 * stderr's lock) */
@@ -555,6 +560,16 @@ static void on_log(int32_t level, const char *facility, const char *message, voi
     funlockfile(stderr);
 }
 
+/* A credentials' refresh that failed (awscreds.c's thread). */
+static void on_aws_log(const char *message, void *opaque)
+{
+    load_t *L = opaque;
+
+    flockfile(stderr);
+    fprintf(stderr, "%sesbulk load: warning: %s\n", L->progress ? "\r\033[K" : "", message);
+    funlockfile(stderr);
+}
+
 static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
 {
     load_t *L = opaque;
@@ -640,6 +655,11 @@ static int start_engine(load_t *L)
         clear_progress(L);
         fprintf(stderr, "esbulk load: %s\n", errstr);
         L->engine_failed = 1;
+        return -1;
+    }
+    if (L->aws != NULL && awscreds_start(L->aws, L->eb, errstr, sizeof(errstr)) != 0) {
+        clear_progress(L);
+        fprintf(stderr, "esbulk load: %s\n", errstr);
         return -1;
     }
     return 0;
@@ -1550,7 +1570,7 @@ enum {
     O_FORMAT = 256, O_URL, O_INDEX, O_OP, O_ID_FIELD, O_ROUTING_FIELD, O_ID_GENERATE,
     O_FLUSH_DOCS, O_FLUSH_BYTES, O_FLUSH_INTERVAL, O_INFLIGHT, O_ROUTING_LEVEL, O_COMPRESSION,
     O_USER, O_PASSWORD, O_API_KEY, O_BEARER, O_INSECURE, O_CA_FILE, O_SET, O_FAILED, O_QUIET,
-    O_STATS, O_HELP, O_AWS_REGION, O_AWS_SERVICE, O_HEADER = 'H'
+    O_STATS, O_HELP, O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_HEADER = 'H'
 };
 
 static const struct option load_opts[] = {
@@ -1573,6 +1593,7 @@ static const struct option load_opts[] = {
     {"bearer", required_argument, NULL, O_BEARER},
     {"aws-region", required_argument, NULL, O_AWS_REGION},
     {"aws-service", required_argument, NULL, O_AWS_SERVICE},
+    {"aws-credential-process", required_argument, NULL, O_AWS_PROCESS},
     {"header", required_argument, NULL, O_HEADER},
     {"insecure", no_argument, NULL, O_INSECURE},
     {"ca-file", required_argument, NULL, O_CA_FILE},
@@ -1657,6 +1678,7 @@ int esbulk_cmd_load(int argc, char **argv)
     kv_t opts[64], sets[MAX_SETS];
     const char *urls[MAX_URLS], *headers[MAX_HEADERS];
     int nopts = 0, nsets = 0, nurls = 0, nheaders = 0, c, i, li, rc = 0, fatal = 0, aws = 0;
+    const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
     char optnames[64][32];
     char *urlbuf = NULL, *headerbuf = NULL, errstr[512], *stats_text;
     esbulk_conf_t *conf = NULL;
@@ -1729,8 +1751,13 @@ int esbulk_cmd_load(int argc, char **argv)
                 opts[nopts++].option = "--aws-region";
             }
             aws = 1;
+            aws_region = optarg;
             break;
-        case O_AWS_SERVICE: key = "auth.aws.service"; break;
+        case O_AWS_SERVICE:
+            key = "auth.aws.service";
+            aws_service = optarg;
+            break;
+        case O_AWS_PROCESS: aws_process = optarg; break;
         case O_CA_FILE: key = "tls.ca.file"; break;
         case O_INSECURE:
             opts[nopts].key = "tls.insecure";
@@ -1777,32 +1804,6 @@ int esbulk_cmd_load(int argc, char **argv)
     }
     L.inputs = argv + optind;
     L.ninputs = argc - optind;
-    if (aws) {
-        /* the credentials from where the AWS tools take them, never argv
-         * (which any user on the machine can read) */
-        static const char *const env[][2] = {
-            {"AWS_ACCESS_KEY_ID", "auth.aws.access_key_id"},
-            {"AWS_SECRET_ACCESS_KEY", "auth.aws.secret_access_key"},
-            {"AWS_SESSION_TOKEN", "auth.aws.session_token"},
-        };
-
-        if (getenv("AWS_ACCESS_KEY_ID") == NULL || getenv("AWS_SECRET_ACCESS_KEY") == NULL)
-            return usage_error("--aws-region signs with AWS_ACCESS_KEY_ID and "
-                               "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) from the "
-                               "environment: %s", "not set");
-        for (i = 0; i < 3; i++) {
-            const char *v = getenv(env[i][0]);
-
-            if (v == NULL || *v == '\0')
-                continue;
-            if (nopts == (int)(sizeof(opts) / sizeof(opts[0])))
-                return usage_error("too many options%s", "");
-            opts[nopts].key = env[i][1];
-            opts[nopts].value = v;
-            opts[nopts++].option = env[i][0];
-        }
-    }
-
     if (L.format == FMT_NDJSON && L.index == NULL)
         return usage_error("--index is required for --format ndjson%s", "");
     if ((L.op == ESBULK_OP_DELETE || L.op == ESBULK_OP_UPDATE) && L.id_field == NULL)
@@ -1843,7 +1844,20 @@ int esbulk_cmd_load(int argc, char **argv)
             L.total_bytes = 0;
     }
 
-    /* Configuration: load's defaults, the options, then --set. */
+    if (aws) {
+        /* the credentials from where the AWS tools take them, never argv
+         * (which any user on the machine can read) */
+        char why[512];
+
+        if ((L.aws = awscreds_new(aws_region, aws_service, aws_process, on_aws_log, &L, why,
+                                  sizeof(why))) == NULL)
+            return usage_error("--aws-region: %s", why);
+    } else if (aws_process != NULL) {
+        return usage_error("--aws-credential-process needs --aws-region%s", "");
+    }
+
+    /* Configuration: load's defaults, the options, the AWS credentials,
+     * then --set. */
     if ((conf = esbulk_conf_new()) == NULL) {
         fprintf(stderr, "esbulk load: out of memory\n");
         return 1;
@@ -1859,6 +1873,14 @@ int esbulk_cmd_load(int argc, char **argv)
     for (i = 0; i < nopts; i++)
         if ((rc = conf_put(conf, &opts[i])) != 0)
             goto out;
+    if (L.aws != NULL) {
+        char why[512];
+
+        if (awscreds_conf(L.aws, conf, why, sizeof(why)) != 0) {
+            rc = usage_error("%s", why);
+            goto out;
+        }
+    }
     for (i = 0; i < nsets; i++)
         if ((rc = conf_put(conf, &sets[i])) != 0)
             goto out;
@@ -1965,6 +1987,8 @@ int esbulk_cmd_load(int argc, char **argv)
         if (stats_text != NULL)
             stats = json_loads(stats_text, 0, NULL);
         esbulk_free(stats_text);
+        awscreds_destroy(L.aws); /* its thread updates the handle */
+        L.aws = NULL;
         esbulk_destroy(L.eb);
         L.eb = NULL;
     }
@@ -2012,6 +2036,7 @@ out:
         sigaction(SIGTERM, &old_term, NULL);
     }
     json_decref(stats);
+    awscreds_destroy(L.aws);
     if (L.eb != NULL)
         esbulk_destroy(L.eb);
     if (L.failed_fp != NULL)

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "job.h"
+#include "../examples/awscreds.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -50,6 +51,14 @@ static const char *help_text =
     "Target:\n"
     "  --url URL             a node URL (repeatable; default http://127.0.0.1:9200)\n"
     "  --set KEY=VALUE       a libesbulk configuration key (repeatable)\n"
+    "  --aws-region R        sign for Amazon OpenSearch Service (--aws-service es,\n"
+    "                        or aoss for Serverless), with the credentials of the\n"
+    "                        environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+    "                        AWS_SESSION_TOKEN) or of --aws-credential-process\n"
+    "  --aws-credential-process CMD  credentials printed by CMD (AWS's\n"
+    "                        credential_process format), asked for again before\n"
+    "                        they expire, e.g. 'aws configure export-credentials\n"
+    "                        --format process'\n"
     "Job:\n"
     "  --config FILE         tables and indices (see esbulk-mysql(1))\n"
     "  --state FILE          checkpoints and binlog position (created if missing)\n"
@@ -1320,7 +1329,8 @@ enum {
     O_HOST = 256, O_PORT, O_USER, O_PASSWORD, O_SOCKET, O_DATABASE, O_URL, O_SET, O_CONFIG,
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
     O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
-    O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE, O_BINLOG_BATCH_MS
+    O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE, O_BINLOG_BATCH_MS,
+    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS
 };
 
 static const struct option long_opts[] = {
@@ -1332,6 +1342,9 @@ static const struct option long_opts[] = {
     {"database", required_argument, NULL, O_DATABASE},
     {"url", required_argument, NULL, O_URL},
     {"set", required_argument, NULL, O_SET},
+    {"aws-region", required_argument, NULL, O_AWS_REGION},
+    {"aws-service", required_argument, NULL, O_AWS_SERVICE},
+    {"aws-credential-process", required_argument, NULL, O_AWS_PROCESS},
     {"config", required_argument, NULL, O_CONFIG},
     {"state", required_argument, NULL, O_STATE},
     {"page-rows", required_argument, NULL, O_PAGE_ROWS},
@@ -1355,6 +1368,13 @@ static const struct option long_opts[] = {
     {"forcemerge", optional_argument, NULL, O_FORCEMERGE},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
+
+/* A credentials' refresh that failed (awscreds.c's thread). */
+static void on_aws_log(const char *message, void *opaque)
+{
+    (void)opaque;
+    esm_log("warning: %s", message);
+}
 
 static int usage_error(const char *msg)
 {
@@ -1461,6 +1481,8 @@ int main(int argc, char **argv)
     char urls[4096] = "";
     char *sets[128];
     int nsets = 0;
+    const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
+    awscreds_t *aws = NULL;
     char errstr[512];
     int rc = ESM_EXIT_FAILED;
 
@@ -1486,6 +1508,9 @@ int main(int argc, char **argv)
             sets[nsets++] = optarg;
             break;
         case O_CONFIG: job->config_path = optarg; break;
+        case O_AWS_REGION: aws_region = optarg; break;
+        case O_AWS_SERVICE: aws_service = optarg; break;
+        case O_AWS_PROCESS: aws_process = optarg; break;
         case O_STATE: job->state_path = optarg; break;
         case O_PAGE_ROWS:
             job->page_rows = atoi(optarg);
@@ -1570,6 +1595,19 @@ int main(int argc, char **argv)
     }
     if (esm_config_load(&job->cfg, job->config_path, job->database, errstr, sizeof(errstr)))
         return usage_error(errstr);
+    if (aws_region == NULL && (aws_service != NULL || aws_process != NULL))
+        return usage_error("--aws-service and --aws-credential-process need --aws-region");
+    if (aws_region != NULL) {
+        /* from where the AWS tools take them, never argv (which any user
+         * on the machine can read) */
+        char why[400];
+
+        if ((aws = awscreds_new(aws_region, aws_service, aws_process, on_aws_log, NULL, why,
+                                sizeof(why))) == NULL) {
+            snprintf(errstr, sizeof(errstr), "--aws-region: %s", why);
+            return usage_error(errstr);
+        }
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -1668,6 +1706,16 @@ int main(int argc, char **argv)
         esbulk_conf_set(conf, "result.keep_body", "true", errstr, sizeof(errstr));
         esbulk_conf_set(conf, "body.validate", "true", errstr, sizeof(errstr));
         esbulk_conf_set(conf, "flush.docs", "1000", errstr, sizeof(errstr));
+        if (aws != NULL) {
+            /* a managed domain answers at one endpoint; its nodes'
+             * addresses are private (--set still wins) */
+            esbulk_conf_set(conf, "topology.discovery", "false", errstr, sizeof(errstr));
+            if (awscreds_conf(aws, conf, errstr, sizeof(errstr))) {
+                esbulk_conf_destroy(conf);
+                rc = usage_error(errstr);
+                goto out;
+            }
+        }
         for (int i = 0; i < nsets; i++) {
             char kv[1024];
             snprintf(kv, sizeof(kv), "%s", sets[i]);
@@ -1693,6 +1741,10 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         esbulk_conf_destroy(conf);
         if (!job->eb) {
+            esm_log("%s", errstr);
+            goto out;
+        }
+        if (aws != NULL && awscreds_start(aws, job->eb, errstr, sizeof(errstr))) {
             esm_log("%s", errstr);
             goto out;
         }
@@ -1810,6 +1862,7 @@ int main(int argc, char **argv)
                 job->docs_dropped, job->rows_unmappable, job->binlog_rows);
     write_stats(job);
 out:
+    awscreds_destroy(aws); /* its thread updates the handle */
     if (job->eb)
         esbulk_destroy(job->eb);
     esbulk_docopts_destroy(job->opts);

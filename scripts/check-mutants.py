@@ -524,12 +524,32 @@ MUTANTS = [
      """                esbulk__sha256_update(&c, s->lines[i].p, s->lines[i].len);""",
      "",
      "a bulk request signed with the hash of an empty body"),
+    ("awscreds-handle-not-updated", "examples/awscreds.c",
+     """                     esbulk_auth_update(ac->eb, conf, err, sizeof(err)) == ESBULK_OK;""",
+     """                     1;""",
+     "the tools' refreshed AWS credentials kept, but the handle not updated with them"),
+    ("awscreds-lead-ignored", "examples/awscreds.c",
+     """    at = expires_s - lead;""",
+     """    at = expires_s;""",
+     "temporary credentials asked for again only when they expire"),
+    ("awscreds-offset-sign", "examples/awscreds.c",
+     """    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;""",
+     """    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se + off;""",
+     "an Expiration with a +HH:MM offset read the wrong way"),
+    ("awscreds-failed-run-taken", "examples/awscreds.c",
+     """    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {""",
+     """    } else if (!WIFEXITED(status)) {""",
+     "the output of a credential process that failed taken"),
+    ("awscreds-expired-taken", "examples/awscreds.c",
+     """    if (rc == 0 && out->expires_s != 0 && out->expires_s <= (int64_t)time(NULL)) {""",
+     """    if (0) {""",
+     "credentials that have already expired taken"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
          "check_engine", "check_core", "check_misuse", "check_pull", "check_docmem",
-         "check_sha256", "check_sigv4"]
+         "check_sha256", "check_sigv4", "check_awscreds"]
 
 
 def run(cmd, **kw):
@@ -560,7 +580,7 @@ def main():
             tree = os.path.join(work, name)
             for d in ("lib", "include", "tests", "examples"):
                 shutil.copytree(os.path.join(src, d), os.path.join(tree, d),
-                                ignore=shutil.ignore_patterns("cluster", "python-*", "*.o"))
+                                ignore=shutil.ignore_patterns("cluster", "python-*", "*.o", "*.sock"))
             target = os.path.join(tree, path)
             text = open(target).read()
             if text.count(old) != 1:
@@ -568,7 +588,7 @@ def main():
                          % (name, path))
             open(target, "w").write(text.replace(old, new))
             flags = ["-std=c11", "-O1", "-g0", "-w", "-D_GNU_SOURCE", "-I" + tree + "/include",
-                     "-I" + tree + "/lib", "-I" + bld]
+                     "-I" + tree + "/lib", "-I" + tree, "-I" + bld]
             objs = []
             for f in sorted(os.listdir(os.path.join(tree, "lib"))):
                 if f.endswith(".c"):

@@ -36,6 +36,7 @@ static esbulk_t *fuzz_new(const esbulk_conf_t *conf, char *errstr, size_t errstr
 #define esbulk_poll fuzz_poll
 #define esbulk_new fuzz_new
 #include "../../examples/esbulk_load.c"
+#include "../../examples/awscreds.c"
 #undef esbulk_add
 #undef esbulk_add_opts
 #undef esbulk_poll
