@@ -161,14 +161,27 @@ int esbulk__header_next(const char **p, esbulk__header_t *h, char *errstr, size_
     return 1;
 }
 
-/* The auth.aws.* keys, each alone (esbulk__http_opts_init() checks them
+/* The auth.* keys, each alone (esbulk__http_opts_init() checks them
  * together). A secret's value is never in a message. */
-static esbulk_err_t aws_value_check(esbulk__cid_t id, const char *key, const char *value,
-                                    char *errstr, size_t errstr_size)
+static esbulk_err_t auth_value_check(esbulk__cid_t id, const char *key, const char *value,
+                                     char *errstr, size_t errstr_size)
 {
     const unsigned char *p;
 
     switch (id) {
+    case ESBULK__C_AUTH_USERNAME:
+    case ESBULK__C_AUTH_PASSWORD:
+        /* curl encodes them (Basic), but RFC 7617 allows no control byte
+         * in either, nor a ':' in the user-id: a line break read with a
+         * password from a file would only get 401s, unexplained */
+        for (p = (const unsigned char *)value; *p != '\0'; p++)
+            if (*p < ' ' || *p == 0x7f || (*p == ':' && id == ESBULK__C_AUTH_USERNAME)) {
+                esbulk__errstr(errstr, errstr_size, "%s holds a %s", key,
+                               *p == ':' ? "':' (the separator of Basic credentials)"
+                                         : "control byte (a line break read with it from a file?)");
+                return ESBULK_ERR_BAD_VALUE;
+            }
+        return ESBULK_OK;
     case ESBULK__C_AUTH_AWS_REGION:
     case ESBULK__C_AUTH_AWS_SERVICE:
     case ESBULK__C_AUTH_AWS_ACCESS_KEY_ID:
@@ -191,10 +204,15 @@ static esbulk_err_t aws_value_check(esbulk__cid_t id, const char *key, const cha
                 return ESBULK_ERR_BAD_VALUE;
             }
         return ESBULK_OK;
+    case ESBULK__C_AUTH_API_KEY:
+    case ESBULK__C_AUTH_BEARER:
     case ESBULK__C_AUTH_AWS_SECRET_ACCESS_KEY:
     case ESBULK__C_AUTH_AWS_SESSION_TOKEN:
-        /* the token is sent as a header; neither holds a blank or a
-         * control byte (a line break read from a file, most likely) */
+        /* an API key, a bearer token and a session token are sent in a
+         * header line as they are (a line break would end it, and start a
+         * header of the value's choosing); none of them, nor a secret key,
+         * holds a blank or a control byte (a line break read from a file,
+         * most likely) */
         for (p = (const unsigned char *)value; *p != '\0'; p++)
             if (*p <= ' ' || *p == 0x7f) {
                 esbulk__errstr(errstr, errstr_size, "%s holds a %s (a line break read with "
@@ -227,8 +245,8 @@ static esbulk_err_t parse_value(const prop_t *prop, const char *value, int64_t *
             if (rc < 0)
                 return (esbulk_err_t)rc;
         }
-        return aws_value_check((esbulk__cid_t)(prop - props), prop->key, value, errstr,
-                               errstr_size);
+        return auth_value_check((esbulk__cid_t)(prop - props), prop->key, value, errstr,
+                                errstr_size);
     case ESBULK__CT_BOOL:
         if (!strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes")) {
             *num = 1;

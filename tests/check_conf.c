@@ -243,6 +243,15 @@ START_TEST(test_aws_keys)
         {"auth.aws.secret_access_key", "s3cr3t\n", "holds a control byte (a line break"},
         {"auth.aws.secret_access_key", "s3cr3t x", "holds a space"},
         {"auth.aws.session_token", "t0k3n\r\nX-Evil: 1", "holds a control byte"},
+        /* sent in the Authorization line as they are: a line break would
+         * start a header of the value's choosing */
+        {"auth.api_key", "s3cr3t\r\nX-Evil: 1", "holds a control byte"},
+        {"auth.api_key", "s3cr3t x", "holds a space"},
+        {"auth.bearer", "t0k3n\n", "holds a control byte (a line break"},
+        /* Basic: curl encodes them, but RFC 7617 takes neither */
+        {"auth.password", "s3cr3t\n", "holds a control byte (a line break"},
+        {"auth.username", "us:er", "holds a ':'"},
+        {"auth.username", "user\t", "holds a control byte"},
     };
     static const struct {
         const char *set[5][2];
@@ -279,6 +288,8 @@ START_TEST(test_aws_keys)
         ck_assert_ptr_null(strstr(errstr, "s3cr3t"));
         ck_assert_ptr_null(strstr(errstr, "t0k3n"));
     }
+    /* a password may hold blanks and a ':' */
+    ck_assert_int_eq(esbulk_conf_set(conf, "auth.password", "s3 cr:3t", NULL, 0), ESBULK_OK);
     ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.service", "aoss", NULL, 0), ESBULK_OK);
     ck_assert_int_eq(esbulk_conf_set(conf, "auth.aws.secret_access_key", "s3cr3t", NULL, 0),
                      ESBULK_OK);

@@ -73,11 +73,13 @@ static int header_line_ok(const char *v)
     return 1;
 }
 
-/* Whether a value of an auth.aws.* key is taken: a region or a service is
- * letters, digits, '-', '_' and '.' (a service not empty), an access key
- * id letters and digits, a secret or a token anything without a blank or a
- * control byte. */
-static int aws_value_ok(int id, const char *v)
+/* Whether a value of an auth.* key is taken: a username or a password
+ * anything without a control byte (a username without ':' either, as Basic
+ * credentials are); a region or a service letters, digits, '-', '_' and
+ * '.' (a service not empty), an access key id letters and digits; an API
+ * key, a bearer token, a secret or a session token anything without a
+ * blank or a control byte (each is sent in a header line as it is). */
+static int auth_value_ok(int id, const char *v)
 {
     size_t i, n = strlen(v);
 
@@ -85,7 +87,12 @@ static int aws_value_ok(int id, const char *v)
         unsigned char c = (unsigned char)v[i];
         int alnum = isalnum(c) && c < 0x80;
 
-        if (id == ESBULK__C_AUTH_AWS_SECRET_ACCESS_KEY || id == ESBULK__C_AUTH_AWS_SESSION_TOKEN) {
+        if (id == ESBULK__C_AUTH_USERNAME || id == ESBULK__C_AUTH_PASSWORD) {
+            if (c < 0x20 || c == 0x7f || (c == ':' && id == ESBULK__C_AUTH_USERNAME))
+                return 0;
+        } else if (id == ESBULK__C_AUTH_API_KEY || id == ESBULK__C_AUTH_BEARER ||
+                   id == ESBULK__C_AUTH_AWS_SECRET_ACCESS_KEY ||
+                   id == ESBULK__C_AUTH_AWS_SESSION_TOKEN) {
             if (c <= 0x20 || c == 0x7f)
                 return 0;
         } else if (id == ESBULK__C_AUTH_AWS_ACCESS_KEY_ID) {
@@ -112,8 +119,8 @@ static void expect_value(const char *key, int id, const char *value, esbulk_err_
     case ESBULK__CT_STR:
         if (id == ESBULK__C_HTTP_HEADERS)
             ok = header_line_ok(value);
-        else if (id >= ESBULK__C_AUTH_AWS_REGION && id <= ESBULK__C_AUTH_AWS_SESSION_TOKEN)
-            ok = aws_value_ok(id, value);
+        else if (id >= ESBULK__C_AUTH_USERNAME && id <= ESBULK__C_AUTH_AWS_SESSION_TOKEN)
+            ok = auth_value_ok(id, value);
         break;
     case ESBULK__CT_BOOL:
         ok = !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes") ||
