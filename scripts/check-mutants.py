@@ -524,6 +524,12 @@ MUTANTS = [
      """                esbulk__sha256_update(&c, s->lines[i].p, s->lines[i].len);""",
      "",
      "a bulk request signed with the hash of an empty body"),
+    ("auth-header-crlf-taken", "lib/conf.c",
+     """    case ESBULK__C_AUTH_API_KEY:
+    case ESBULK__C_AUTH_BEARER:
+""",
+     "",
+     "an API key or bearer token with a line break taken (it starts a header of its choosing)"),
     ("awscreds-handle-not-updated", "examples/awscreds.c",
      """                     esbulk_auth_update(ac->eb, conf, err, sizeof(err)) == ESBULK_OK;""",
      """                     1;""",
