@@ -22,11 +22,18 @@ import (
 // does. It is stopped when the test ends.
 func sigv4Proxy(t *testing.T, port int, spec string) string {
 	t.Helper()
+	return authProxy(t, port, "--require-sigv4", spec)
+}
+
+// authProxy starts tests/faultproxy.py in front of the test cluster on
+// port with one of its checks of credentials (flag, value).
+func authProxy(t *testing.T, port int, flag, spec string) string {
+	t.Helper()
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pid")
 	cmd := exec.Command("/usr/bin/python3", filepath.Join("..", "tests", "faultproxy.py"),
 		"--listen", strconv.Itoa(port), "--upstream", clusterURL(), "--pidfile", pidfile,
-		"--log", filepath.Join(dir, "log"), "--max-seconds", "120", "--require-sigv4", spec)
+		"--log", filepath.Join(dir, "log"), "--max-seconds", "120", flag, spec)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -41,11 +48,11 @@ func sigv4Proxy(t *testing.T, port int, spec string) string {
 		}
 		select {
 		case <-done:
-			t.Fatalf("the SigV4 proxy did not start: %s", out.String())
+			t.Fatalf("the checking proxy did not start: %s", out.String())
 		default:
 		}
 		if i > 100 {
-			t.Fatal("the SigV4 proxy did not start on port " + strconv.Itoa(port))
+			t.Fatal("the checking proxy did not start on port " + strconv.Itoa(port))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -287,6 +287,18 @@ func settings(cfg *BulkIndexerConfig) ([][2]string, error) {
 	if cfg.APIKey != "" {
 		set("auth.api_key", cfg.APIKey)
 	}
+	if cfg.Credentials != nil {
+		if cfg.Username != "" || cfg.Password != "" || cfg.APIKey != "" || cfg.AWSRegion != "" {
+			return nil, &Error{Code: ErrCodeInvalidArg,
+				Reason: "BulkIndexerConfig.Credentials gives the credentials: set it or Username, Password, APIKey and AWSRegion, not both"}
+		}
+		for _, k := range []string{"auth.username", "auth.password", "auth.api_key", "auth.bearer"} {
+			if _, ok := cfg.Config[k]; ok {
+				return nil, &Error{Code: ErrCodeInvalidArg,
+					Reason: "BulkIndexerConfig.Credentials and Config[\"" + k + "\"] are both set: set one"}
+			}
+		}
+	}
 	if (cfg.AWSRegion != "") != (cfg.AWSCredentials != nil) {
 		return nil, &Error{Code: ErrCodeInvalidArg,
 			Reason: "BulkIndexerConfig.AWSRegion and AWSCredentials go together: set both or neither"}
@@ -413,6 +425,12 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 		}
 		kv = append(kv, awsKeys(creds)...)
 	}
+	if cfg.Credentials != nil {
+		if creds, err = passRetrieve(cfg.Credentials); err != nil {
+			return nil, &Error{Code: ErrCodeInvalidArg, Reason: "BulkIndexerConfig.Credentials: " + err.Error()}
+		}
+		kv = append(kv, passKeys(creds)...)
+	}
 	errstr := (*C.char)(C.malloc(errstrBytes))
 	defer C.free(unsafe.Pointer(errstr))
 	conf, bad, rc := makeConf(kv, errstr)
@@ -424,6 +442,8 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 		reason := C.GoString(errstr)
 		if v, ok := cfg.Config[p[0]]; ok && v == p[1] {
 			reason = "BulkIndexerConfig.Config[" + strconv.Quote(p[0]) + "]: " + reason
+		} else if cfg.Credentials != nil && (p[0] == "auth.username" || p[0] == "auth.password" || p[0] == "auth.api_key") {
+			reason = "BulkIndexerConfig.Credentials: " + reason
 		} else if f, ok := fieldOf[p[0]]; ok {
 			// the field the program set, and the library's words
 			reason = "BulkIndexerConfig." + f + ": " + reason
@@ -446,7 +466,14 @@ func NewBulkIndexer(cfg BulkIndexerConfig) (BulkIndexer, error) {
 	b.bufPool.New = func() interface{} { return new(bytes.Buffer) }
 	go b.run()
 	if cfg.AWSCredentials != nil {
-		go b.refreshAWS(creds)
+		go b.refresh(creds, b.cfg.AWSRefresh, "AWSCredentials", func() ([3]string, error) {
+			return awsRetrieve(b.cfg.AWSCredentials)
+		}, b.awsUpdate)
+	}
+	if cfg.Credentials != nil {
+		go b.refresh(creds, b.cfg.CredentialsRefresh, "Credentials", func() ([3]string, error) {
+			return passRetrieve(b.cfg.Credentials)
+		}, func(c [3]string) error { return b.updateAuth(passKeys(c)) })
 	}
 	return b, nil
 }
@@ -492,10 +519,30 @@ func awsKeys(c [3]string) [][2]string {
 	return kv
 }
 
-// refreshAWS asks cfg.AWSCredentials again every AWSRefresh until Close
-// begins, and updates the handle's credentials when they changed.
-func (b *indexer) refreshAWS(last [3]string) {
-	every := b.cfg.AWSRefresh
+// passRetrieve calls a Credentials function, within 30 s.
+func passRetrieve(f func(context.Context) (string, string, string, error)) ([3]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	user, password, apiKey, err := f(ctx)
+	if err == nil && (user == "") == (apiKey == "") {
+		err = errors.New("give a username and password, or an API key")
+	}
+	return [3]string{user, password, apiKey}, err
+}
+
+// passKeys: the auth.* keys of credentials (username, password, API key).
+func passKeys(c [3]string) [][2]string {
+	if c[2] != "" {
+		return [][2]string{{"auth.api_key", c[2]}}
+	}
+	return [][2]string{{"auth.username", c[0]}, {"auth.password", c[1]}}
+}
+
+// refresh asks get again every `every` (a minute when 0) until Close
+// begins, and updates the handle's credentials with update when they
+// changed; a failure goes to OnError, named after the field.
+func (b *indexer) refresh(last [3]string, every time.Duration, field string,
+	get func() ([3]string, error), update func([3]string) error) {
 	if every <= 0 {
 		every = time.Minute
 	}
@@ -507,29 +554,34 @@ func (b *indexer) refreshAWS(last [3]string) {
 			return
 		case <-t.C:
 		}
-		creds, err := awsRetrieve(b.cfg.AWSCredentials)
+		creds, err := get()
 		if err == nil && creds != last {
-			if err = b.updateAuth(awsKeys(creds)); err == nil {
+			if err = update(creds); err == nil {
 				last = creds
 			}
 		}
 		if err != nil && b.cfg.OnError != nil {
 			b.cfg.OnError(context.Background(), &Error{Code: ErrCodeAuth,
-				Reason: "BulkIndexerConfig.AWSCredentials: " + err.Error() + " (the credentials in use stay)"})
+				Reason: "BulkIndexerConfig." + field + ": " + err.Error() + " (the credentials in use stay)"})
 		}
 	}
 }
 
-// updateAuth gives the handle the credentials of kv (esbulk_auth_update),
-// with the configuration's region and service.
-func (b *indexer) updateAuth(kv [][2]string) error {
-	errstr := (*C.char)(C.malloc(errstrBytes))
-	defer C.free(unsafe.Pointer(errstr))
+// awsUpdate gives the handle AWS credentials, with the configuration's
+// region and service.
+func (b *indexer) awsUpdate(c [3]string) error {
 	all := [][2]string{{"auth.aws.region", b.cfg.AWSRegion}}
 	if b.cfg.AWSService != "" {
 		all = append(all, [2]string{"auth.aws.service", b.cfg.AWSService})
 	}
-	conf, bad, rc := makeConf(append(all, kv...), errstr)
+	return b.updateAuth(append(all, awsKeys(c)...))
+}
+
+// updateAuth gives the handle the credentials of kv (esbulk_auth_update).
+func (b *indexer) updateAuth(kv [][2]string) error {
+	errstr := (*C.char)(C.malloc(errstrBytes))
+	defer C.free(unsafe.Pointer(errstr))
+	conf, bad, rc := makeConf(kv, errstr)
 	if conf == nil && bad < 0 {
 		return &Error{Code: ErrCodeNoMem}
 	}

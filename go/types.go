@@ -263,6 +263,17 @@ type BulkIndexerConfig struct {
 	Username string
 	Password string
 	APIKey   string
+	// Credentials, instead of Username, Password and APIKey, gives them
+	// (a username and password, or an API key): NewBulkIndexer calls it
+	// once, then the indexer every CredentialsRefresh (a minute when 0)
+	// until Close, and when they changed, the requests that start from then
+	// carry the new ones (esbulk_auth_update), so that a password or API key
+	// rotated by a secrets manager is taken without a new indexer. The kind
+	// (password or API key) cannot change on a live indexer. An error from
+	// NewBulkIndexer's call is its error; a later one goes to OnError and
+	// the credentials in use stay.
+	Credentials        func(ctx context.Context) (username, password, apiKey string, err error)
+	CredentialsRefresh time.Duration
 	// AWSRegion, when set, signs every request, bulk and metadata, with
 	// AWS Signature Version 4 for Amazon OpenSearch Service (AWSService
 	// "es", the default) or Amazon OpenSearch Serverless ("aoss")
