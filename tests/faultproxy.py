@@ -72,6 +72,13 @@ Faults (checked in this order; a request gets at most one):
                        _bulk requests pass at once. Each connection has its own
                        thread, so a held request delays nothing else. Logged
                        with FAULT slow-meta (when no other fault applies)
+--running-tasks N      the first N GET /_tasks/ID?wait_for_completion=true
+                       requests are not forwarded: each is answered, after the
+                       request's timeout (its timeout=Ns, 1 s without one, at
+                       most 30 s), as OpenSearch answers while the task still
+                       runs: 500 with a timeout_exception. A merge or any task
+                       the client waits for seems to run on. Logged with
+                       FAULT running-task
 --stall-file F         while the file F exists, hold every request (read in
                        full, not forwarded) until F is removed (or --max-seconds
                        ends the proxy): a cluster that stalls every answer.
@@ -81,7 +88,7 @@ Faults (checked in this order; a request gets at most one):
                        (STATUS 0 when no answer was sent; FAULT is one of
                        forwarded, auth, sigv4, header, max-body, forbid,
                        fail-first, fail-every, drop, garbage, slow-meta, stall,
-                       bad-request; ACCEPT_ENCODING is the
+                       running-task, bad-request; ACCEPT_ENCODING is the
                        request's header without blanks, "-" when absent. The
                        header itself is not passed on: answers are never
                        compressed)
@@ -388,6 +395,7 @@ def main():
     ap.add_argument("--require-header", action="append", default=[])
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ap.add_argument("--slow-meta", type=float, default=0.0)
+    ap.add_argument("--running-tasks", type=int, default=0)
     ap.add_argument("--stall-file")
     ap.add_argument("--log")
     args = ap.parse_args()
@@ -428,6 +436,14 @@ def main():
         with lock:
             log_file.write("FAULT %s %s %s: %s\n" % (kind, method, path.replace(" ", "%20"),
                                                     why.replace("\r", "\\r").replace("\n", "\\n")))
+
+    def running_task():
+        """Whether this wait for a task is answered as if the task ran on."""
+        with lock:
+            if state.get("tasks", 0) >= args.running_tasks:
+                return False
+            state["tasks"] = state.get("tasks", 0) + 1
+            return True
 
     def bulk_fault():
         """The fault for a _bulk request: None or one of the names below."""
@@ -507,6 +523,17 @@ def main():
             if any(path.startswith(p) for p in args.forbid):
                 log(self.command, path, nbytes, 403, "forbid")
                 return self.reply(403, FORBIDDEN, "application/json")
+            if (self.command == "GET" and path.startswith("/_tasks/") and
+                    "wait_for_completion=true" in path and running_task()):
+                m = re.search(r"[?&]timeout=(\d+)s", path)
+                time.sleep(min(int(m.group(1)), 30) if m else 1)
+                why = ("Timed out waiting for completion of [the task %s, held running by "
+                       "faultproxy]" % path.split("?")[0][len("/_tasks/"):])
+                err = {"type": "timeout_exception", "reason": why}
+                log(self.command, path, nbytes, 500, "running-task")
+                return self.reply(500, json.dumps({"error": dict(err, root_cause=[err]),
+                                                   "status": 500}).encode(),
+                                  "application/json; charset=UTF-8")
             fault = bulk_fault() if "_bulk" in path else None
             if fault in ("fail-first", "fail-every"):
                 _, status, kind = args.fail_first if fault == "fail-first" else args.fail_every
