@@ -107,6 +107,17 @@ func TestAWSSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rotationRun(t, bi, index, &calls, 3, 403, "AWSCredentials")
+}
+
+// rotationRun: bi's credentials function (which counts its calls in calls)
+// first gave credentials the proxy refuses: 10 items fail with status
+// refused; once it has been called `after` times (every update before the
+// last call done), 10 more items must all be indexed; after Close, the
+// function is not called again.
+func rotationRun(t *testing.T, bi esbulk.BulkIndexer, index string, calls *atomic.Int32,
+	after int32, refused int, field string) {
+	t.Helper()
 	var mu sync.Mutex
 	var failed []string
 	add := func(from int) {
@@ -129,15 +140,14 @@ func TestAWSSigned(t *testing.T) {
 	}
 	add(0)
 	mu.Lock()
-	if len(failed) != 10 || !strings.HasPrefix(failed[0], "403 ") {
-		t.Errorf("with the expired credentials: %d failed (%v), want 10 with 403", len(failed), failed)
+	if len(failed) != 10 || !strings.HasPrefix(failed[0], strconv.Itoa(refused)+" ") {
+		t.Errorf("with the first credentials: %d failed (%v), want 10 with %d", len(failed), failed, refused)
 	}
 	failed = nil
 	mu.Unlock()
-	// the third call begins once the second one's update is done
-	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 3; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); calls.Load() < after; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("AWSCredentials called %d times in 10 s with AWSRefresh 50 ms", calls.Load())
+			t.Fatalf("%s called %d times in 10 s, refreshed every 50 ms", field, calls.Load())
 		}
 	}
 	add(10)
@@ -155,6 +165,6 @@ func TestAWSSigned(t *testing.T) {
 	n := calls.Load()
 	time.Sleep(200 * time.Millisecond)
 	if calls.Load() != n {
-		t.Errorf("AWSCredentials still called after Close")
+		t.Errorf("%s still called after Close (%d, then %d)", field, n, calls.Load())
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,57 +80,9 @@ func TestCredentialsRotated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var failed []string
-	add := func(from int) {
-		for i := from; i < from+10; i++ {
-			if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Action: "index",
-				DocumentID: strconv.Itoa(i), Body: strings.NewReader(`{"n":1}`),
-				OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
-					mu.Lock()
-					failed = append(failed, strconv.Itoa(r.Status))
-					mu.Unlock()
-				}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := bi.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add(0)
-	mu.Lock()
-	if len(failed) != 10 || failed[0] != "401" {
-		t.Errorf("with the old password: %d failed (%v), want 10 with 401", len(failed), failed)
-	}
-	failed = nil
-	mu.Unlock()
 	// the fourth call begins once the third one's update is done
-	for deadline := time.Now().Add(10 * time.Second); calls.Load() < 4; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Credentials called %d times in 10 s with CredentialsRefresh 50 ms", calls.Load())
-		}
-	}
+	rotationRun(t, bi, index, &calls, 4, 401, "Credentials")
 	if kindErrs.Load() != 1 {
 		t.Errorf("an API key in place of a password: %d errors to OnError, want 1", kindErrs.Load())
-	}
-	add(10)
-	if err := closeWithin(t, bi, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(failed) != 0 {
-		t.Errorf("with the new password: %d failed: %v", len(failed), failed)
-	}
-	if st := bi.Stats(); st.NumIndexed != 10 || count(t, index) != 10 {
-		t.Errorf("indexed %d, index count %d, want 10", st.NumIndexed, count(t, index))
-	}
-	n := calls.Load()
-	time.Sleep(200 * time.Millisecond)
-	if calls.Load() != n {
-		t.Errorf("Credentials called after Close (%d, then %d)", n, calls.Load())
 	}
 }
