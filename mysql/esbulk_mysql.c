@@ -48,6 +48,9 @@ static const char *help_text =
     "Source:\n"
     "  --host H (127.0.0.1)  --port N (3306)  --user U (root)  --password P\n"
     "  --socket PATH         --database DB (default database of [table] sections)\n"
+    "  --password-file F     the password from the file's first line (--password\n"
+    "                        is in argv, which every user of the machine can read;\n"
+    "                        MYSQL_PWD in the environment is read too)\n"
     "Target:\n"
     "  --url URL             a node URL (repeatable; default http://127.0.0.1:9200)\n"
     "  --set KEY=VALUE       a libesbulk configuration key (repeatable)\n"
@@ -1330,7 +1333,7 @@ enum {
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
     O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
     O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE, O_BINLOG_BATCH_MS,
-    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS
+    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_PASSWORD_FILE
 };
 
 static const struct option long_opts[] = {
@@ -1338,6 +1341,7 @@ static const struct option long_opts[] = {
     {"port", required_argument, NULL, O_PORT},
     {"user", required_argument, NULL, O_USER},
     {"password", required_argument, NULL, O_PASSWORD},
+    {"password-file", required_argument, NULL, O_PASSWORD_FILE},
     {"socket", required_argument, NULL, O_SOCKET},
     {"database", required_argument, NULL, O_DATABASE},
     {"url", required_argument, NULL, O_URL},
@@ -1368,6 +1372,47 @@ static const struct option long_opts[] = {
     {"forcemerge", optional_argument, NULL, O_FORCEMERGE},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
+
+/* Stores the compiler keeps: a password about to be let go. */
+static void wipe(char *p, size_t n)
+{
+    volatile char *v = p;
+
+    while (n-- > 0)
+        *v++ = '\0';
+}
+
+/* The first line of path, without its line break, into *out (malloc'd):
+ * 0, or -1 with the reason in err (never the file's bytes). */
+static int read_password(const char *path, char **out, char *err, size_t err_size)
+{
+    FILE *f = fopen(path, "r");
+    char buf[1024];
+    size_t n;
+
+    if (f == NULL) {
+        snprintf(err, err_size, "--password-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fgets(buf, sizeof(buf), f) == NULL)
+        buf[0] = '\0';
+    fclose(f);
+    n = strcspn(buf, "\r\n");
+    if (n == sizeof(buf) - 1) {
+        snprintf(err, err_size, "--password-file %s: the first line is over %zu bytes", path,
+                 sizeof(buf) - 2);
+        wipe(buf, sizeof(buf));
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = strdup(buf);
+    wipe(buf, sizeof(buf));
+    if (*out == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    return 0;
+}
 
 /* A credentials' refresh that failed (awscreds.c's thread). */
 static void on_aws_log(const char *message, void *opaque)
@@ -1482,6 +1527,8 @@ int main(int argc, char **argv)
     char *sets[128];
     int nsets = 0;
     const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
+    const char *password_file = NULL;
+    char *password_read = NULL; /* from --password-file or MYSQL_PWD, wiped at the end */
     awscreds_t *aws = NULL;
     char errstr[512];
     int rc = ESM_EXIT_FAILED;
@@ -1493,6 +1540,7 @@ int main(int argc, char **argv)
         case O_PORT: job->port = (unsigned)atoi(optarg); break;
         case O_USER: job->user = optarg; break;
         case O_PASSWORD: job->password = optarg; break;
+        case O_PASSWORD_FILE: password_file = optarg; break;
         case O_SOCKET: job->socket = optarg; break;
         case O_DATABASE: job->database = optarg; break;
         case O_URL:
@@ -1595,6 +1643,20 @@ int main(int argc, char **argv)
     }
     if (esm_config_load(&job->cfg, job->config_path, job->database, errstr, sizeof(errstr)))
         return usage_error(errstr);
+    if (password_file != NULL && job->password != NULL)
+        return usage_error("--password and --password-file: give one");
+    if (password_file != NULL) {
+        if (read_password(password_file, &password_read, errstr, sizeof(errstr)))
+            return usage_error(errstr);
+        job->password = password_read;
+    } else if (job->password == NULL && getenv("MYSQL_PWD") != NULL) {
+        /* as the MySQL tools read it; taken out of the environment, which
+         * a credential process would otherwise inherit */
+        if ((password_read = strdup(getenv("MYSQL_PWD"))) == NULL)
+            return usage_error("out of memory");
+        job->password = password_read;
+    }
+    unsetenv("MYSQL_PWD");
     if (aws_region == NULL && (aws_service != NULL || aws_process != NULL))
         return usage_error("--aws-service and --aws-credential-process need --aws-region");
     if (aws_region != NULL) {
@@ -1899,5 +1961,9 @@ out:
     json_decref(job->state);
     esm_config_free(&job->cfg);
     mysql_library_end();
+    if (password_read != NULL) {
+        wipe(password_read, strlen(password_read));
+        free(password_read);
+    }
     return rc;
 }
