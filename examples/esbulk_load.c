@@ -15,6 +15,7 @@
 #define _XOPEN_SOURCE 700
 #include "esbulk_load.h"
 #include "awscreds.h"
+#include "firstline.h"
 #include "logonce.h"
 
 #include <esbulk.h>
@@ -102,6 +103,9 @@ static const char *load_help =
     "                        reports bad JSON as \"failed to parse\"), and\n"
     "                        enqueue.timeout.ms=0 (a full buffer is waited for in\n"
     "                        esbulk_poll, which frees it; -1 can hang)\n"
+    "  --set-file KEY=FILE   the same, the value the first line of FILE: a secret\n"
+    "                        (auth.password, auth.api_key, auth.bearer) out of the\n"
+    "                        command line, which every user of the machine can read\n"
     "\n";
 
 /* (two strings: ISO C promises literals of 4095 characters only) */
@@ -1570,7 +1574,7 @@ enum {
     O_FORMAT = 256, O_URL, O_INDEX, O_OP, O_ID_FIELD, O_ROUTING_FIELD, O_ID_GENERATE,
     O_FLUSH_DOCS, O_FLUSH_BYTES, O_FLUSH_INTERVAL, O_INFLIGHT, O_ROUTING_LEVEL, O_COMPRESSION,
     O_USER, O_PASSWORD, O_API_KEY, O_BEARER, O_INSECURE, O_CA_FILE, O_SET, O_FAILED, O_QUIET,
-    O_STATS, O_HELP, O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_HEADER = 'H'
+    O_STATS, O_HELP, O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_SET_FILE, O_HEADER = 'H'
 };
 
 static const struct option load_opts[] = {
@@ -1594,6 +1598,7 @@ static const struct option load_opts[] = {
     {"aws-region", required_argument, NULL, O_AWS_REGION},
     {"aws-service", required_argument, NULL, O_AWS_SERVICE},
     {"aws-credential-process", required_argument, NULL, O_AWS_PROCESS},
+    {"set-file", required_argument, NULL, O_SET_FILE},
     {"header", required_argument, NULL, O_HEADER},
     {"insecure", no_argument, NULL, O_INSECURE},
     {"ca-file", required_argument, NULL, O_CA_FILE},
@@ -1679,6 +1684,7 @@ int esbulk_cmd_load(int argc, char **argv)
     const char *urls[MAX_URLS], *headers[MAX_HEADERS];
     int nopts = 0, nsets = 0, nurls = 0, nheaders = 0, c, i, li, rc = 0, fatal = 0, aws = 0;
     const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
+    char *set_values[MAX_SETS] = {NULL}; /* --set-file's values, wiped at the end */
     char optnames[64][32];
     char *urlbuf = NULL, *headerbuf = NULL, errstr[512], *stats_text;
     esbulk_conf_t *conf = NULL;
@@ -1775,6 +1781,22 @@ int esbulk_cmd_load(int argc, char **argv)
             sets[nsets].key = optarg;
             sets[nsets].value = eq + 1;
             sets[nsets++].option = "--set";
+            break;
+        }
+        case O_SET_FILE: {
+            /* the value from a file: a secret kept out of argv */
+            char *eq = strchr(optarg, '='), why[600];
+
+            if (eq == NULL || eq == optarg)
+                return usage_error("--set-file wants KEY=FILE, got \"%s\"", optarg);
+            if (nsets == MAX_SETS)
+                return usage_error("too many --set options%s", "");
+            *eq = '\0';
+            if (firstline_read("--set-file", eq + 1, &set_values[nsets], why, sizeof(why)))
+                return usage_error("%s", why);
+            sets[nsets].key = optarg;
+            sets[nsets].value = set_values[nsets];
+            sets[nsets++].option = "--set-file";
             break;
         }
         case O_FAILED: L.failed_path = optarg; break;
@@ -2036,6 +2058,8 @@ out:
         sigaction(SIGTERM, &old_term, NULL);
     }
     json_decref(stats);
+    for (i = 0; i < MAX_SETS; i++)
+        firstline_free(set_values[i]);
     awscreds_destroy(L.aws);
     if (L.eb != NULL)
         esbulk_destroy(L.eb);

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "job.h"
 #include "../examples/awscreds.h"
+#include "../examples/firstline.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -54,6 +55,8 @@ static const char *help_text =
     "Target:\n"
     "  --url URL             a node URL (repeatable; default http://127.0.0.1:9200)\n"
     "  --set KEY=VALUE       a libesbulk configuration key (repeatable)\n"
+    "  --set-file KEY=FILE   the same, the value the file's first line: for secrets\n"
+    "                        (auth.password, auth.api_key, ...), out of argv\n"
     "  --aws-region R        sign for Amazon OpenSearch Service (--aws-service es,\n"
     "                        or aoss for Serverless), with the credentials of the\n"
     "                        environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
@@ -1333,7 +1336,7 @@ enum {
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
     O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
     O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE, O_BINLOG_BATCH_MS,
-    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_PASSWORD_FILE
+    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_PASSWORD_FILE, O_SET_FILE
 };
 
 static const struct option long_opts[] = {
@@ -1346,6 +1349,7 @@ static const struct option long_opts[] = {
     {"database", required_argument, NULL, O_DATABASE},
     {"url", required_argument, NULL, O_URL},
     {"set", required_argument, NULL, O_SET},
+    {"set-file", required_argument, NULL, O_SET_FILE},
     {"aws-region", required_argument, NULL, O_AWS_REGION},
     {"aws-service", required_argument, NULL, O_AWS_SERVICE},
     {"aws-credential-process", required_argument, NULL, O_AWS_PROCESS},
@@ -1372,47 +1376,6 @@ static const struct option long_opts[] = {
     {"forcemerge", optional_argument, NULL, O_FORCEMERGE},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
-
-/* Stores the compiler keeps: a password about to be let go. */
-static void wipe(char *p, size_t n)
-{
-    volatile char *v = p;
-
-    while (n-- > 0)
-        *v++ = '\0';
-}
-
-/* The first line of path, without its line break, into *out (malloc'd):
- * 0, or -1 with the reason in err (never the file's bytes). */
-static int read_password(const char *path, char **out, char *err, size_t err_size)
-{
-    FILE *f = fopen(path, "r");
-    char buf[1024];
-    size_t n;
-
-    if (f == NULL) {
-        snprintf(err, err_size, "--password-file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (fgets(buf, sizeof(buf), f) == NULL)
-        buf[0] = '\0';
-    fclose(f);
-    n = strcspn(buf, "\r\n");
-    if (n == sizeof(buf) - 1) {
-        snprintf(err, err_size, "--password-file %s: the first line is over %zu bytes", path,
-                 sizeof(buf) - 2);
-        wipe(buf, sizeof(buf));
-        return -1;
-    }
-    buf[n] = '\0';
-    *out = strdup(buf);
-    wipe(buf, sizeof(buf));
-    if (*out == NULL) {
-        snprintf(err, err_size, "out of memory");
-        return -1;
-    }
-    return 0;
-}
 
 /* A credentials' refresh that failed (awscreds.c's thread). */
 static void on_aws_log(const char *message, void *opaque)
@@ -1526,6 +1489,7 @@ int main(int argc, char **argv)
     char urls[4096] = "";
     char *sets[128];
     int nsets = 0;
+    int set_file[128]; /* sets[i] is a --set-file's KEY=FILE */
     const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
     const char *password_file = NULL;
     char *password_read = NULL; /* from --password-file or MYSQL_PWD, wiped at the end */
@@ -1551,8 +1515,10 @@ int main(int argc, char **argv)
             strcat(urls, optarg);
             break;
         case O_SET:
+        case O_SET_FILE:
             if (nsets == 128 || !strchr(optarg, '='))
-                return usage_error("--set KEY=VALUE");
+                return usage_error(c == O_SET ? "--set KEY=VALUE" : "--set-file KEY=FILE");
+            set_file[nsets] = c == O_SET_FILE;
             sets[nsets++] = optarg;
             break;
         case O_CONFIG: job->config_path = optarg; break;
@@ -1646,7 +1612,8 @@ int main(int argc, char **argv)
     if (password_file != NULL && job->password != NULL)
         return usage_error("--password and --password-file: give one");
     if (password_file != NULL) {
-        if (read_password(password_file, &password_read, errstr, sizeof(errstr)))
+        if (firstline_read("--password-file", password_file, &password_read, errstr,
+                           sizeof(errstr)))
             return usage_error(errstr);
         job->password = password_read;
     } else if (job->password == NULL && getenv("MYSQL_PWD") != NULL) {
@@ -1779,11 +1746,22 @@ int main(int argc, char **argv)
             }
         }
         for (int i = 0; i < nsets; i++) {
-            char kv[1024];
+            char kv[1024], *value = NULL;
             snprintf(kv, sizeof(kv), "%s", sets[i]);
             char *eq = strchr(kv, '=');
             *eq = '\0';
-            if (esbulk_conf_set(conf, kv, eq + 1, errstr, sizeof(errstr))) {
+            /* --set-file: the value is the file's first line (a secret kept
+             * out of argv) */
+            if (set_file[i] && firstline_read("--set-file", strchr(sets[i], '=') + 1, &value,
+                                              errstr, sizeof(errstr))) {
+                esbulk_conf_destroy(conf);
+                rc = usage_error(errstr);
+                goto out;
+            }
+            esbulk_err_t e =
+                esbulk_conf_set(conf, kv, value != NULL ? value : eq + 1, errstr, sizeof(errstr));
+            firstline_free(value);
+            if (e) {
                 esbulk_conf_destroy(conf);
                 rc = usage_error(errstr);
                 goto out;
@@ -1961,9 +1939,6 @@ out:
     json_decref(job->state);
     esm_config_free(&job->cfg);
     mysql_library_end();
-    if (password_read != NULL) {
-        wipe(password_read, strlen(password_read));
-        free(password_read);
-    }
+    firstline_free(password_read);
     return rc;
 }
