@@ -242,6 +242,9 @@ static int run_process(const char *process, awscreds_set_t *out, char *err, size
     (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
     (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
     posix_spawn_file_actions_init(&fa);
+    /* not the tool's standard input: esbulk load may be reading documents
+     * from it */
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
     posix_spawnattr_init(&at);
     /* the tool's thread blocks its stop signals and ignores SIGPIPE: the

@@ -177,9 +177,28 @@ START_TEST(test_process)
                      NULL, NULL, err, sizeof(err)));
     ck_assert_str_eq(err, "the credential process gave credentials that have expired (at "
                           "1577836800, Unix time)");
-    /* the process's stdin is the tool's, its stdout ours only */
+    /* no output */
     ck_assert_ptr_null(awscreds_new("eu-west-1", "es", "exit 0", NULL, NULL, err, sizeof(err)));
     ck_assert_str_eq(err, "the credential process's output is not a JSON object");
+    /* the process does not read the tool's standard input (esbulk load's
+     * documents may come from it): it reads nothing there */
+    {
+        int p[2], saved = dup(STDIN_FILENO);
+
+        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(write(p[1], "{\"index\":{}}\n", 13), 13);
+        close(p[1]);
+        ck_assert_int_ge(dup2(p[0], STDIN_FILENO), 0);
+        close(p[0]);
+        ac = awscreds_new("eu-west-1", "es",
+                          "[ -z \"$(cat)\" ] && echo '{\"Version\":1,\"AccessKeyId\":\"AI\","
+                          "\"SecretAccessKey\":\"SI\"}'",
+                          NULL, NULL, err, sizeof(err));
+        ck_assert_int_ge(dup2(saved, STDIN_FILENO), 0);
+        close(saved);
+        ck_assert_msg(ac != NULL, "%s", err);
+        awscreds_destroy(ac);
+    }
 }
 END_TEST
 
