@@ -1746,20 +1746,20 @@ int main(int argc, char **argv)
             }
         }
         for (int i = 0; i < nsets; i++) {
-            char kv[1024], *value = NULL;
-            snprintf(kv, sizeof(kv), "%s", sets[i]);
-            char *eq = strchr(kv, '=');
+            /* KEY=VALUE split in place (a value may be long: a bearer
+             * token, http.headers) */
+            char *value = NULL, *eq = strchr(sets[i], '=');
             *eq = '\0';
             /* --set-file: the value is the file's first line (a secret kept
              * out of argv) */
-            if (set_file[i] && firstline_read("--set-file", strchr(sets[i], '=') + 1, &value,
-                                              errstr, sizeof(errstr))) {
+            if (set_file[i] &&
+                firstline_read("--set-file", eq + 1, &value, errstr, sizeof(errstr))) {
                 esbulk_conf_destroy(conf);
                 rc = usage_error(errstr);
                 goto out;
             }
-            esbulk_err_t e =
-                esbulk_conf_set(conf, kv, value != NULL ? value : eq + 1, errstr, sizeof(errstr));
+            esbulk_err_t e = esbulk_conf_set(conf, sets[i], value != NULL ? value : eq + 1,
+                                             errstr, sizeof(errstr));
             firstline_free(value);
             if (e) {
                 esbulk_conf_destroy(conf);
