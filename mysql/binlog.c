@@ -842,8 +842,12 @@ int esm_binlog_follow(esm_job_t *job)
     F.job = job;
     F.file = strdup(sfile);
     int rc = ESM_EXIT_FAILED;
-    MYSQL *rdb = mysql_init(NULL);
+    MYSQL *rdb = esm_mysql_new(job);
     unsigned timeout = 30;
+    if (rdb == NULL) {
+        esm_log("binlog connection: out of memory");
+        goto out;
+    }
     mysql_options(rdb, MYSQL_OPT_READ_TIMEOUT, &timeout);
     if (!mysql_real_connect(rdb, job->socket ? NULL : job->host, job->user, job->password, NULL,
                             job->port, job->socket, 0)) {

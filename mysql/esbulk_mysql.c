@@ -49,6 +49,11 @@ static const char *help_text =
     "Source:\n"
     "  --host H (127.0.0.1)  --port N (3306)  --user U (root)  --password P\n"
     "  --socket PATH         --database DB (default database of [table] sections)\n"
+    "  --ssl                 TLS to the server, its certificate verified (the\n"
+    "                        system's authorities); implied by each of:\n"
+    "  --ssl-ca FILE         the authorities (PEM) to verify the server with\n"
+    "  --ssl-cert FILE --ssl-key FILE  a client certificate and its key\n"
+    "  --ssl-insecure        TLS without verifying the server's certificate\n"
     "  --password-file F     the password from the file's first line (--password\n"
     "                        is in argv, which every user of the machine can read;\n"
     "                        MYSQL_PWD in the environment is read too)\n"
@@ -1336,7 +1341,8 @@ enum {
     O_STATE, O_PAGE_ROWS, O_DECIMAL, O_TZ, O_SNAPSHOT_ONLY, O_CATCH_UP, O_RESNAPSHOT,
     O_SERVER_ID, O_ON_ERROR, O_DEAD, O_STATS, O_QUIET, O_HELP, O_IMPORT, O_POLL_COLUMN,
     O_POLL_LAG, O_POLL_INTERVAL, O_CREATE_INDEX, O_SHARDS, O_FORCEMERGE, O_BINLOG_BATCH_MS,
-    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_PASSWORD_FILE, O_SET_FILE
+    O_AWS_REGION, O_AWS_SERVICE, O_AWS_PROCESS, O_PASSWORD_FILE, O_SET_FILE, O_SSL, O_SSL_CA,
+    O_SSL_CERT, O_SSL_KEY, O_SSL_INSECURE
 };
 
 static const struct option long_opts[] = {
@@ -1345,6 +1351,11 @@ static const struct option long_opts[] = {
     {"user", required_argument, NULL, O_USER},
     {"password", required_argument, NULL, O_PASSWORD},
     {"password-file", required_argument, NULL, O_PASSWORD_FILE},
+    {"ssl", no_argument, NULL, O_SSL},
+    {"ssl-ca", required_argument, NULL, O_SSL_CA},
+    {"ssl-cert", required_argument, NULL, O_SSL_CERT},
+    {"ssl-key", required_argument, NULL, O_SSL_KEY},
+    {"ssl-insecure", no_argument, NULL, O_SSL_INSECURE},
     {"socket", required_argument, NULL, O_SOCKET},
     {"database", required_argument, NULL, O_DATABASE},
     {"url", required_argument, NULL, O_URL},
@@ -1382,6 +1393,26 @@ static void on_aws_log(const char *message, void *opaque)
 {
     (void)opaque;
     esm_log("warning: %s", message);
+}
+
+MYSQL *esm_mysql_new(esm_job_t *job)
+{
+    MYSQL *db = mysql_init(NULL);
+    my_bool on = 1, verify = !job->ssl_insecure;
+
+    if (db == NULL || !job->ssl)
+        return db;
+    /* TLS or no connection; the server's certificate (and that it names
+     * the host) checked against --ssl-ca, or the system's authorities */
+    mysql_options(db, MYSQL_OPT_SSL_ENFORCE, &on);
+    mysql_options(db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+    if (job->ssl_ca != NULL)
+        mysql_options(db, MYSQL_OPT_SSL_CA, job->ssl_ca);
+    if (job->ssl_cert != NULL)
+        mysql_options(db, MYSQL_OPT_SSL_CERT, job->ssl_cert);
+    if (job->ssl_key != NULL)
+        mysql_options(db, MYSQL_OPT_SSL_KEY, job->ssl_key);
+    return db;
 }
 
 static int usage_error(const char *msg)
@@ -1505,6 +1536,11 @@ int main(int argc, char **argv)
         case O_USER: job->user = optarg; break;
         case O_PASSWORD: job->password = optarg; break;
         case O_PASSWORD_FILE: password_file = optarg; break;
+        case O_SSL: job->ssl = 1; break;
+        case O_SSL_CA: job->ssl = 1, job->ssl_ca = optarg; break;
+        case O_SSL_CERT: job->ssl = 1, job->ssl_cert = optarg; break;
+        case O_SSL_KEY: job->ssl = 1, job->ssl_key = optarg; break;
+        case O_SSL_INSECURE: job->ssl = 1, job->ssl_insecure = 1; break;
         case O_SOCKET: job->socket = optarg; break;
         case O_DATABASE: job->database = optarg; break;
         case O_URL:
@@ -1682,7 +1718,10 @@ int main(int argc, char **argv)
     }
 
     /* MySQL */
-    job->db = mysql_init(NULL);
+    if ((job->db = esm_mysql_new(job)) == NULL) {
+        esm_log("out of memory");
+        goto out;
+    }
     mysql_options(job->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     if (!mysql_real_connect(job->db, job->socket ? NULL : job->host, job->user, job->password,
                             NULL, job->port, job->socket, 0)) {

@@ -84,6 +84,10 @@ typedef struct {
     /* options */
     const char *host, *user, *password, *database, *socket;
     unsigned port;
+    /* TLS to MySQL (--ssl*): required when any is set, the server's
+     * certificate verified unless ssl_insecure */
+    int ssl, ssl_insecure;
+    const char *ssl_ca, *ssl_cert, *ssl_key;
     const char *config_path, *state_path, *dead_letter_path, *stats_path;
     int page_rows;
     int binlog_batch_ms;      /* --binlog-batch-ms: changes gathered before a re-read */
@@ -144,6 +148,9 @@ int64_t esm_now_ns(void);
 void esm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runs a statement; -1 with a message on error. */
 int esm_query(esm_job_t *job, MYSQL *db, const char *sql);
+/* mysql_init() and the job's connection options (TLS), before
+ * mysql_real_connect(): NULL if out of memory. */
+MYSQL *esm_mysql_new(esm_job_t *job);
 /* Serves results (wait_ms), advances checkpoints, writes the state file when
  * due (force: now). */
 void esm_serve(esm_job_t *job, int wait_ms, int force_state);

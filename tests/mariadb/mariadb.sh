@@ -5,6 +5,8 @@
 # ESBULK_MARIADB_DIR (tests/mariadb/run), binary log in ROW format with GTIDs.
 # Runs as the current user (as root it passes --user=root: mariadbd refuses
 # to run as root otherwise). The test user is root with no password, over TCP.
+# TLS is offered (not required): a test CA (tls/ca.pem) and a server
+# certificate for 127.0.0.1 and localhost, made here with openssl.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 port=${ESBULK_MARIADB_PORT:-13306}
@@ -50,6 +52,18 @@ start)
             --skip-test-db >"$dir/install.log" 2>&1 || {
             echo "mariadb: mariadb-install-db failed:" >&2; tail -20 "$dir/install.log" >&2; exit 1; }
     fi
+    tls=$dir/tls
+    if [ ! -s "$tls/server.pem" ]; then
+        mkdir -p "$tls"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=esbulk test MariaDB CA" \
+            -keyout "$tls/ca.key" -out "$tls/ca.pem" >/dev/null 2>&1 &&
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tls/server.key" \
+            -out "$tls/server.csr" >/dev/null 2>&1 &&
+        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$tls/san.ext" &&
+        openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+            -CAcreateserial -days 3650 -extfile "$tls/san.ext" -out "$tls/server.pem" \
+            >/dev/null 2>&1 || { echo "mariadb: cannot make the test certificates" >&2; exit 1; }
+    fi
     # --no-defaults: no /etc/mysql configuration leaks in.
     # shellcheck disable=SC2086
     "$server" --no-defaults $user_opt --datadir="$data" --bind-address=127.0.0.1 \
@@ -60,7 +74,9 @@ start)
         --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 --max-connections=100 \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_bin \
         --default-time-zone=+00:00 --max-allowed-packet=64M \
-        --performance-schema=OFF --skip-log-slave-updates >/dev/null 2>&1 &
+        --performance-schema=OFF --skip-log-slave-updates \
+        --ssl-ca="$tls/ca.pem" --ssl-cert="$tls/server.pem" --ssl-key="$tls/server.key" \
+        >/dev/null 2>&1 &
     i=0
     while ! answering; do
         i=$((i + 1))
