@@ -80,15 +80,7 @@ func TestAWSSigned(t *testing.T) {
 		{esbulk.BulkIndexerConfig{AWSRegion: "eu-west-1", AWSCredentials: good,
 			Username: "u", Password: "p"}, "set only one of"},
 	} {
-		tc.cfg.Addresses = []string{clusterURL()}
-		bi, err := esbulk.NewBulkIndexer(tc.cfg)
-		var e *esbulk.Error
-		if err == nil {
-			_ = closeWithin(t, bi, time.Second)
-			t.Errorf("%q: accepted", tc.says)
-		} else if !errors.As(err, &e) || !strings.Contains(e.Reason, tc.says) {
-			t.Errorf("%v, want an *Error saying %q", err, tc.says)
-		}
+		refused(t, tc.cfg, tc.says)
 	}
 
 	url := sigv4Proxy(t, 19278, "AKIDGOTEST:go-s3cr3t:eu-west-1:es:go-tok/en=")
@@ -108,6 +100,21 @@ func TestAWSSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	rotationRun(t, bi, index, &calls, 3, 403, "AWSCredentials")
+}
+
+// refused: NewBulkIndexer(cfg), cfg pointed at the test cluster, returns
+// an *Error whose reason says says.
+func refused(t *testing.T, cfg esbulk.BulkIndexerConfig, says string) {
+	t.Helper()
+	cfg.Addresses = []string{clusterURL()}
+	bi, err := esbulk.NewBulkIndexer(cfg)
+	var e *esbulk.Error
+	if err == nil {
+		_ = closeWithin(t, bi, time.Second)
+		t.Errorf("%q: accepted", says)
+	} else if !errors.As(err, &e) || !strings.Contains(e.Reason, says) {
+		t.Errorf("%v, want an *Error saying %q", err, says)
+	}
 }
 
 // rotationRun: bi's credentials function (which counts its calls in calls)
