@@ -1820,7 +1820,9 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         esbulk_conf_destroy(conf);
         if (!job->eb) {
-            esm_log("%s", errstr);
+            /* the configuration refused as a whole (two kinds of
+             * credentials, ...): bad usage, as a refused --set is */
+            rc = usage_error(errstr);
             goto out;
         }
         if (aws != NULL && awscreds_start(aws, job->eb, errstr, sizeof(errstr))) {
