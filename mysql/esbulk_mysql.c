@@ -1636,13 +1636,6 @@ int main(int argc, char **argv)
         return usage_error("unexpected argument");
     if (!job->config_path || !job->state_path)
         return usage_error("--config and --state are required");
-    snprintf(job->import_url, sizeof(job->import_url), "%s", *urls ? urls : "http://127.0.0.1:9200");
-    job->import_url[strcspn(job->import_url, ",")] = '\0';
-    {
-        size_t n = strlen(job->import_url);
-        while (n && job->import_url[n - 1] == '/')
-            job->import_url[--n] = '\0';
-    }
     if (esm_config_load(&job->cfg, job->config_path, job->database, errstr, sizeof(errstr)))
         return usage_error(errstr);
     if (password_file != NULL && job->password != NULL)

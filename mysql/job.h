@@ -99,7 +99,6 @@ typedef struct {
     int shards;               /* --shards (0: the cluster's default) */
     int forcemerge;           /* --forcemerge[=N]: max_num_segments, 0: none */
     double poll_lag, poll_interval; /* seconds */
-    char import_url[1024];  /* the first --url: settings requests */
     unsigned server_id;
     esm_map_opts_t map;
     /* connections */
