@@ -1,6 +1,7 @@
 /* AWS credentials for the command-line tools (awscreds.h). */
 #define _XOPEN_SOURCE 700
 #include "awscreds.h"
+#include "firstline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,28 +42,11 @@ struct awscreds_s {
     pthread_cond_t cond;
 };
 
-/* Stores that the compiler keeps: secrets about to be freed. */
-static void wipe(void *p, size_t n)
-{
-    volatile unsigned char *v = p;
-
-    while (n-- > 0)
-        *v++ = 0;
-}
-
-static void wipe_free(char *s)
-{
-    if (s != NULL) {
-        wipe(s, strlen(s));
-        free(s);
-    }
-}
-
 void awscreds_set_clear(awscreds_set_t *s)
 {
-    wipe_free(s->access_key_id);
-    wipe_free(s->secret_access_key);
-    wipe_free(s->session_token);
+    firstline_free(s->access_key_id);
+    firstline_free(s->secret_access_key);
+    firstline_free(s->session_token);
     memset(s, 0, sizeof(*s));
 }
 
@@ -208,7 +192,7 @@ out:
     for (i = 0; i < 2; i++) {
         v = json_object_get(o, i == 0 ? "SecretAccessKey" : "SessionToken");
         if (json_is_string(v))
-            wipe((char *)(uintptr_t)json_string_value(v), json_string_length(v));
+            firstline_wipe((char *)(uintptr_t)json_string_value(v), json_string_length(v));
     }
     json_decref(o);
     if (rc != 0)
@@ -314,7 +298,7 @@ static int run_process(const char *process, awscreds_set_t *out, char *err, size
     } else {
         rc = awscreds_parse(buf, len, out, err, err_size);
     }
-    wipe(buf, len);
+    firstline_wipe(buf, len);
     free(buf);
     return rc;
 }

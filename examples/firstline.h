@@ -1,7 +1,8 @@
 /* A secret from a file, for the command-line tools (esbulk load,
  * esbulk-mysql): the command line is readable by every user of the
  * machine, a file is not (a secrets manager's, systemd's LoadCredential, a
- * container's mounted secret). Header only. */
+ * container's mounted secret). Also the tools' wiping of secrets
+ * (awscreds.c's credentials). Header only. */
 #ifndef ESBULK_FIRSTLINE_H
 #define ESBULK_FIRSTLINE_H
 
