@@ -586,6 +586,42 @@ def _aws_keys(creds: Any) -> Dict[str, str]:
     return keys
 
 
+# What a credentials function may return, in a dict: these names, or the
+# configuration's own keys.
+_CRED_NAMES = {"username": "auth.username", "password": "auth.password",
+               "api_key": "auth.api_key", "bearer": "auth.bearer"}
+_CRED_KEYS = tuple(_CRED_NAMES.values())
+
+
+def _cred_keys(got: Any) -> Dict[str, str]:
+    """The auth.* keys of what a credentials function returned: a
+    (username, password) pair, or a dict of username, password, api_key
+    and bearer (or auth.username, ...). Values are str; None or "" leaves
+    a key out."""
+    if isinstance(got, (tuple, list)) and len(got) == 2 and \
+            all(isinstance(v, str) for v in got):
+        pairs = [("auth.username", got[0]), ("auth.password", got[1])]
+    elif isinstance(got, dict):
+        pairs = []
+        for name, value in got.items():
+            key = _CRED_NAMES.get(name, name) if isinstance(name, str) else None
+            if key not in _CRED_KEYS:
+                raise TypeError("credentials() returned a dict with %r: its keys are "
+                                "username, password, api_key and bearer" % (name,))
+            if value is not None and not isinstance(value, str):
+                raise TypeError("credentials() returned %s for %r, not a str"
+                                % (type(value).__name__, name))
+            pairs.append((key, value))
+    else:
+        raise TypeError("credentials() returned %s: expected a (username, password) pair "
+                        "or a dict of username, password, api_key and bearer"
+                        % (type(got).__name__,))
+    keys = {k: v for k, v in pairs if v}
+    if not keys:
+        raise TypeError("credentials() returned no credentials")
+    return keys
+
+
 def _make_conf(settings: Iterable[Tuple[str, str]]) -> int:
     """A new esbulk_conf_t with settings set (destroyed if one is refused)."""
     c = lib.esbulk_conf_new()
@@ -622,6 +658,15 @@ class Indexer:
       roles, assumed roles, SSO) are read again, frozen, at most every
       minute while results are pulled, and the handle updated
       (``update_auth``) when they changed, so that a long run outlives them.
+    - ``credentials``: a function giving a password or a key that rotates
+      (read from a vault, a file, a secrets manager): it returns a
+      ``(username, password)`` pair or a dict of ``username``, ``password``,
+      ``api_key`` and ``bearer``. Called once here, then again at most every
+      ``credentials_refresh_s`` seconds (60) while results are pulled; the
+      handle is updated (``update_auth``) when they changed. An exception it
+      raises, or credentials of another kind than the first, propagate out of
+      that poll, flush or close; the credentials in use stay, and it is
+      called again when next due.
 
     Results reach the callbacks only inside poll(), flush() and close(), on
     the thread that called them: they are pulled from the library in batches
@@ -639,11 +684,17 @@ class Indexer:
     # refreshes them 15 minutes before they expire.
     aws_refresh_s: float = 60.0
 
+    # How often the credentials function is called again (seconds).
+    credentials_refresh_s: float = 60.0
+
     def __init__(self, hosts: Any = None, *, on_result: Optional[ResultCallback] = None,
-                 block: bool = False, aws_credentials: Any = None, **conf: Any) -> None:
+                 block: bool = False, aws_credentials: Any = None,
+                 credentials: Optional[Callable[[], Any]] = None, **conf: Any) -> None:
         self._eb: Optional[int] = None
         self._aws: Optional[Tuple[Any, Dict[str, str]]] = None
         self._aws_read = 0.0  # when they were read last (time.monotonic)
+        self._creds: Optional[Tuple[Callable[[], Any], Dict[str, str]]] = None
+        self._creds_read = 0.0  # when credentials() was called last (time.monotonic)
         self._on_result = on_result
         self._block = block
         self._tokens: Dict[int, Tuple[Any, Any]] = {}
@@ -676,6 +727,21 @@ class Indexer:
                 scope = {k: v for k, v in settings if k in ("auth.aws.region", "auth.aws.service")}
                 self._aws = (aws_credentials, dict(scope, **keys))
                 self._aws_read = time.monotonic()
+        if credentials is not None:
+            if not callable(credentials):
+                raise TypeError("credentials: a function returning the credentials, not %s"
+                                % (type(credentials).__name__,))
+            if aws_credentials is not None:
+                raise ConfigError("credentials and aws_credentials: set one",
+                                  _clib.ERR_BAD_VALUE)
+            given = [k for k, _ in settings if k.startswith("auth.")]
+            if given:
+                raise ConfigError("credentials gives the credentials: %s too (set one)"
+                                  % ", ".join(given), _clib.ERR_BAD_VALUE)
+            keys = _cred_keys(credentials())
+            settings.extend(keys.items())
+            self._creds = (credentials, keys)
+            self._creds_read = time.monotonic()
         self._keep_body = any(k == "result.keep_body" and v == "true" for k, v in settings)
         c = _make_conf(settings)
         try:
@@ -727,6 +793,17 @@ class Indexer:
         fresh.update(keys)
         self.update_auth(**fresh)
         self._aws = (creds, fresh)
+
+    def _refresh_creds(self) -> None:
+        """credentials() called again when due; the handle updated when
+        what it gave changed."""
+        fn, current = self._creds  # type: ignore[misc]
+        self._creds_read = time.monotonic()
+        keys = _cred_keys(fn())
+        if keys == current:
+            return
+        self.update_auth(**keys)
+        self._creds = (fn, keys)
 
     # -- adding -----------------------------------------------------------
 
@@ -1078,6 +1155,9 @@ class Indexer:
         eb = self._handle()
         if self._aws is not None and time.monotonic() >= self._aws_read + self.aws_refresh_s:
             self._refresh_aws()
+        if self._creds is not None and \
+                time.monotonic() >= self._creds_read + self.credentials_refresh_s:
+            self._refresh_creds()
         n = lib.esbulk_poll_results(eb, self._out, POLL_BATCH, timeout_ms)
         self._take_log(eb)
         if n < 0:
@@ -1181,10 +1261,14 @@ class Indexer:
                 except Exception as e:  # a callback's: keep flushing, raise it at the end
                     if first is None:
                         first = e
+                    # or the credentials function's: not called again here
+                    # (with no wait between calls, it would loop)
+                    self._aws = self._creds = None
                     if deadline is not None and time.monotonic() >= deadline:
                         left = len(self)
                         break
             lib.esbulk_close(self._eb, 0)
+            self._aws = self._creds = None  # no request starts from now
             while True:
                 try:
                     n = self._pull(0)

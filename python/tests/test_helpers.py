@@ -806,11 +806,9 @@ def test_client_conf_takes_an_aws_signer():
                                        http_auth=lambda *a: {}))
 
 
-@pytest.fixture
-def sigv4_proxy():
-    """tests/faultproxy.py in front of the cluster, checking every request's
-    AWS SigV4 signature with botocore (Debian's, for /usr/bin/python3), as
-    Amazon OpenSearch Service does."""
+def _fault_proxy(port, *faults):
+    """tests/faultproxy.py on port in front of the cluster, with faults;
+    a generator for a fixture: yields (url, log path)."""
     import os
     import subprocess
     import tempfile
@@ -821,21 +819,128 @@ def sigv4_proxy():
     proxy = os.path.join(src, "..", "tests", "faultproxy.py")
     d = tempfile.mkdtemp()
     pidfile, log = os.path.join(d, "pid"), os.path.join(d, "log")
-    p = subprocess.Popen(["/usr/bin/python3", proxy, "--listen", "19277", "--upstream", URL,
-                          "--pidfile", pidfile, "--log", log, "--max-seconds", "120",
-                          "--require-sigv4", "AKIDPYTEST:py-s3cr3t:eu-west-1:es:py-tok/en="],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(["/usr/bin/python3", proxy, "--listen", str(port), "--upstream", URL,
+                          "--pidfile", pidfile, "--log", log, "--max-seconds", "120"]
+                         + list(faults), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     for _ in range(100):
         if os.path.exists(pidfile) and os.path.getsize(pidfile) > 0:
             break
         if p.poll() is not None:
-            pytest.fail("the SigV4 proxy did not start: %s" % p.stdout.read().decode())
+            pytest.fail("the proxy did not start: %s" % p.stdout.read().decode())
         time.sleep(0.1)
     else:
-        pytest.fail("the SigV4 proxy did not start on port 19277")
-    yield "http://127.0.0.1:19277", log
+        pytest.fail("the proxy did not start on port %d" % port)
+    yield "http://127.0.0.1:%d" % port, log
     p.terminate()
     p.wait()
+
+
+@pytest.fixture
+def sigv4_proxy():
+    """tests/faultproxy.py in front of the cluster, checking every request's
+    AWS SigV4 signature with botocore (Debian's, for /usr/bin/python3), as
+    Amazon OpenSearch Service does."""
+    yield from _fault_proxy(19277, "--require-sigv4",
+                            "AKIDPYTEST:py-s3cr3t:eu-west-1:es:py-tok/en=")
+
+
+@pytest.fixture
+def password_proxy():
+    """tests/faultproxy.py in front of the cluster, answering 401 to any
+    request without Basic credentials pyuser:rotated-pw."""
+    import base64
+    yield from _fault_proxy(19250, "--require-auth",
+                            "Basic " + base64.b64encode(b"pyuser:rotated-pw").decode())
+
+
+def test_indexer_credentials_function_rotates(password_proxy, make_index):
+    """Indexer(credentials=f) takes its first credentials from f, calls it
+    again while results are pulled once credentials_refresh_s has passed,
+    and updates the live handle when they changed: a rotated password is
+    the one sent from then on. What f raises, or credentials of another
+    kind, come out of that poll and leave the credentials in use as they
+    were; a close while f keeps failing ends, then raises what f raised."""
+    url, log = password_proxy
+    index = make_index()
+    given = [("pyuser", "old-pw")]
+    calls = []
+
+    def creds():
+        calls.append(time.monotonic())
+        got = given[-1]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    got = []
+
+    def due_poll():
+        """One pull with the credentials due (and not due again after)."""
+        ix.credentials_refresh_s = 0.0
+        try:
+            ix.poll(0)
+        finally:
+            ix.credentials_refresh_s = 3600.0
+
+    ix = esbulk.Indexer(url, credentials=creds, topology_discovery=False, on_result=got.append)
+    with pytest.raises(OSError, match="gone for good"):
+        assert len(calls) == 1
+        ix.add(index, {"n": 0}, id="0")
+        ix.flush()
+        assert got[0].status == 401 and not got[0].ok, got[0]
+        assert len(calls) == 1  # not due yet (every credentials_refresh_s, a minute)
+        given.append({"username": "pyuser", "password": "rotated-pw"})
+        due_poll()
+        assert len(calls) == 2
+        ix.add(index, {"n": 1}, id="1")
+        ix.flush()
+        assert got[1].ok, got[1]
+        # a failing source, then another kind: raised, the password kept
+        given.append(OSError("vault sealed"))
+        with pytest.raises(OSError, match="vault sealed"):
+            due_poll()
+        given.append({"api_key": "a2V5"})
+        with pytest.raises(esbulk.ConfigError, match="the kind of credentials cannot change"):
+            due_poll()
+        ix.add(index, {"n": 2}, id="2")
+        ix.flush()
+        assert got[2].ok, got[2]
+        assert len(calls) == 4
+        # due at every pull, failing every time: close still ends
+        given.append(OSError("gone for good"))
+        ix.credentials_refresh_s = 0.0
+        ix.add(index, {"n": 3}, id="3")
+        ix.close()
+    assert ix.close() == 0 and len(got) == 4 and got[3].ok, got
+    assert count(index) == 3
+    with open(log) as f:
+        text = f.read()
+    assert "old-pw" not in text and "rotated-pw" not in text
+
+
+def test_indexer_credentials_function_misuse(url):
+    """credentials= with other credentials, not a function, or a function
+    giving something else than credentials: refused, saying why; nothing
+    it returned is repeated."""
+    with pytest.raises(esbulk.ConfigError, match="auth.username too"):
+        esbulk.Indexer(url, credentials=lambda: ("u", "p"), auth_username="v")
+    with pytest.raises(esbulk.ConfigError, match="credentials and aws_credentials"):
+        esbulk.Indexer(url, credentials=lambda: ("u", "p"),
+                       aws_credentials=_FrozenCreds("AKID", "s"), auth_aws_region="eu-west-1")
+    with pytest.raises(TypeError, match="a function"):
+        esbulk.Indexer(url, credentials=("u", "p"))
+    for bad, why in ((None, "NoneType"), ("u:p", "str"), (("u",), "tuple"),
+                     ({"user": "u"}, "'user'"), ({"api_key": 5}, "int for 'api_key'"),
+                     ({"api_key": ""}, "no credentials")):
+        with pytest.raises(TypeError, match=why) as e:
+            esbulk.Indexer(url, credentials=lambda: bad)
+        assert "u:p" not in str(e.value)
+    # the library's own checks: a header injection refused, its value not said
+    with pytest.raises(esbulk.ConfigError) as e:
+        esbulk.Indexer(url, credentials=lambda: {"bearer": "tok\r\nX-Evil: 1"})
+    assert "X-Evil" not in str(e.value)
+    with esbulk.Indexer(url, credentials=lambda: {"auth.api_key": "a2V5"}) as ix:
+        assert len(ix) == 0
 
 
 def test_bulk_signed_for_aws(sigv4_proxy, make_index):
