@@ -15,6 +15,7 @@
 #define _XOPEN_SOURCE 700
 #include "esbulk_load.h"
 #include "awscreds.h"
+#include "envcreds.h"
 #include "firstline.h"
 #include "logonce.h"
 
@@ -79,6 +80,8 @@ static const char *load_help =
     "Connection:\n"
     "  --url URL             a node URL (repeatable); default http://127.0.0.1:9200\n"
     "  --user U --password P | --api-key K | --bearer T\n"
+    "                        (or from the environment, out of argv: ESBULK_PASSWORD\n"
+    "                        with --user, ESBULK_API_KEY, ESBULK_BEARER)\n"
     "  --aws-region R [--aws-service es|aoss]  sign for Amazon OpenSearch Service\n"
     "                        (Serverless: aoss) with the credentials of the\n"
     "                        environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
@@ -1685,6 +1688,7 @@ int esbulk_cmd_load(int argc, char **argv)
     int nopts = 0, nsets = 0, nurls = 0, nheaders = 0, c, i, li, rc = 0, fatal = 0, aws = 0;
     const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
     char *set_values[MAX_SETS] = {NULL}; /* --set-file's values, wiped at the end */
+    envcreds_t env = {NULL, NULL, NULL}; /* ESBULK_PASSWORD, ..., wiped at the end */
     char optnames[64][32];
     char *urlbuf = NULL, *headerbuf = NULL, errstr[512], *stats_text;
     esbulk_conf_t *conf = NULL;
@@ -1866,16 +1870,25 @@ int esbulk_cmd_load(int argc, char **argv)
             L.total_bytes = 0;
     }
 
+    /* out of the environment before a credential process could inherit
+     * them */
+    if (envcreds_take(&env) != 0) {
+        fprintf(stderr, "esbulk load: out of memory\n");
+        return 1;
+    }
     if (aws) {
         /* the credentials from where the AWS tools take them, never argv
          * (which any user on the machine can read) */
         char why[512];
 
         if ((L.aws = awscreds_new(aws_region, aws_service, aws_process, on_aws_log, &L, why,
-                                  sizeof(why))) == NULL)
-            return usage_error("--aws-region: %s", why);
+                                  sizeof(why))) == NULL) {
+            rc = usage_error("--aws-region: %s", why);
+            goto out;
+        }
     } else if (aws_process != NULL) {
-        return usage_error("--aws-credential-process needs --aws-region%s", "");
+        rc = usage_error("--aws-credential-process needs --aws-region%s", "");
+        goto out;
     }
 
     /* Configuration: load's defaults, the options, the AWS credentials,
@@ -1906,6 +1919,15 @@ int esbulk_cmd_load(int argc, char **argv)
     for (i = 0; i < nsets; i++)
         if ((rc = conf_put(conf, &sets[i])) != 0)
             goto out;
+    {
+        char why[600];
+
+        /* what the command line leaves out, from the environment */
+        if (envcreds_conf(&env, conf, "--user", why, sizeof(why)) != 0) {
+            rc = usage_error("%s", why);
+            goto out;
+        }
+    }
     if (conf_is(conf, "result.failures_only", "true")) {
         /* successes would then have no result, and their records no owner */
         rc = usage_error("result.failures_only=true is not supported by load%s", "");
@@ -2060,6 +2082,7 @@ out:
     json_decref(stats);
     for (i = 0; i < MAX_SETS; i++)
         firstline_free(set_values[i]);
+    envcreds_free(&env);
     awscreds_destroy(L.aws);
     if (L.eb != NULL)
         esbulk_destroy(L.eb);

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "job.h"
 #include "../examples/awscreds.h"
+#include "../examples/envcreds.h"
 #include "../examples/firstline.h"
 
 #include <ctype.h>
@@ -61,7 +62,9 @@ static const char *help_text =
     "  --url URL             a node URL (repeatable; default http://127.0.0.1:9200)\n"
     "  --set KEY=VALUE       a libesbulk configuration key (repeatable)\n"
     "  --set-file KEY=FILE   the same, the value the file's first line: for secrets\n"
-    "                        (auth.password, auth.api_key, ...), out of argv\n"
+    "                        (auth.password, auth.api_key, ...), out of argv; or\n"
+    "                        ESBULK_PASSWORD (with --set auth.username=U),\n"
+    "                        ESBULK_API_KEY or ESBULK_BEARER in the environment\n"
     "  --aws-region R        sign for Amazon OpenSearch Service (--aws-service es,\n"
     "                        or aoss for Serverless), with the credentials of the\n"
     "                        environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
@@ -1524,6 +1527,7 @@ int main(int argc, char **argv)
     const char *aws_region = NULL, *aws_service = NULL, *aws_process = NULL;
     const char *password_file = NULL;
     char *password_read = NULL; /* from --password-file or MYSQL_PWD, wiped at the end */
+    envcreds_t env = {NULL, NULL, NULL}; /* the cluster's, ESBULK_PASSWORD..., wiped too */
     awscreds_t *aws = NULL;
     char errstr[512];
     int rc = ESM_EXIT_FAILED;
@@ -1653,6 +1657,11 @@ int main(int argc, char **argv)
         job->password = password_read;
     }
     unsetenv("MYSQL_PWD");
+    /* the cluster's credentials, out of the environment too */
+    if (envcreds_take(&env) != 0) {
+        firstline_free(password_read);
+        return usage_error("out of memory");
+    }
     if (aws_region == NULL && (aws_service != NULL || aws_process != NULL))
         return usage_error("--aws-service and --aws-credential-process need --aws-region");
     if (aws_region != NULL) {
@@ -1663,6 +1672,8 @@ int main(int argc, char **argv)
         if ((aws = awscreds_new(aws_region, aws_service, aws_process, on_aws_log, NULL, why,
                                 sizeof(why))) == NULL) {
             snprintf(errstr, sizeof(errstr), "--aws-region: %s", why);
+            envcreds_free(&env);
+            firstline_free(password_read);
             return usage_error(errstr);
         }
     }
@@ -1798,6 +1809,12 @@ int main(int argc, char **argv)
                 rc = usage_error(errstr);
                 goto out;
             }
+        }
+        /* what --set leaves out, from the environment */
+        if (envcreds_conf(&env, conf, "--set auth.username=U", errstr, sizeof(errstr))) {
+            esbulk_conf_destroy(conf);
+            rc = usage_error(errstr);
+            goto out;
         }
         esbulk_conf_set_result_cb(conf, on_result);
         esbulk_conf_set_log_cb(conf, on_lib_log);
@@ -1974,5 +1991,6 @@ out:
     esm_config_free(&job->cfg);
     mysql_library_end();
     firstline_free(password_read);
+    envcreds_free(&env);
     return rc;
 }

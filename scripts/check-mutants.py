@@ -554,6 +554,18 @@ MUTANTS = [
      """    if (rc == 0 && out->expires_s != 0 && out->expires_s <= (int64_t)time(NULL)) {""",
      """    if (0) {""",
      "credentials that have already expired taken"),
+    ("envcreds-left-in-environment", "examples/envcreds.h",
+     """        unsetenv(names[i]);""",
+     "",
+     "ESBULK_PASSWORD and the others left in the environment, for a credential process"),
+    ("envcreds-beside-another-kind", "examples/envcreds.h",
+     """    if (other || (pass && user))""",
+     """    if (pass && user)""",
+     "a key from the environment added beside the command line's other kind"),
+    ("envcreds-key-and-bearer-taken", "examples/envcreds.h",
+     """    } else if (e->api_key != NULL && e->bearer != NULL) {""",
+     """    } else if (0) {""",
+     "ESBULK_API_KEY taken when ESBULK_BEARER is set too"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]

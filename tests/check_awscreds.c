@@ -2,12 +2,16 @@
  * output read as AWS defines it, its expiry times, when fresh credentials
  * are asked for, the process run (its failures said without a secret), the
  * environment, and the refresh thread updating a live handle. The module is
- * compiled in here, so the sanitizer and valgrind runs take it as it is. */
+ * compiled in here, so the sanitizer and valgrind runs take it as it is.
+ * Also the tools' other credentials from the environment
+ * (examples/envcreds.h: ESBULK_PASSWORD, ESBULK_API_KEY, ESBULK_BEARER). */
 #include "examples/awscreds.c"
+#include "examples/envcreds.h"
 
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 
 static void sleep_ms(long ms)
@@ -221,6 +225,119 @@ START_TEST(test_env)
     ck_assert_int_eq(awscreds_start(ac, NULL, err, sizeof(err)), 0);
     ck_assert_int_eq(ac->running, 0);
     awscreds_destroy(ac);
+}
+END_TEST
+
+/* Which credential key conf has set: "" for none, else the keys' first
+ * letters in order u, p, k (api_key), b (bearer). */
+static const char *env_kinds(const esbulk_conf_t *conf)
+{
+    static char out[8];
+    char *o = out;
+
+    if (envcreds_has(conf, "auth.username"))
+        *o++ = 'u';
+    if (envcreds_has(conf, "auth.password"))
+        *o++ = 'p';
+    if (envcreds_has(conf, "auth.api_key"))
+        *o++ = 'k';
+    if (envcreds_has(conf, "auth.bearer"))
+        *o++ = 'b';
+    *o = '\0';
+    return out;
+}
+
+/* envcreds_conf over a conf with the command line's keys (NULL-ended
+ * key, value pairs); its result in *rc, the kinds set after it returned. */
+static const char *env_apply(const envcreds_t *e, int *rc, char *why, size_t why_size, ...)
+{
+    static char kinds[8];
+    esbulk_conf_t *conf = esbulk_conf_new();
+    char err[256];
+    const char *k;
+    va_list ap;
+
+    ck_assert_ptr_nonnull(conf);
+    va_start(ap, why_size);
+    while ((k = va_arg(ap, const char *)) != NULL)
+        ck_assert_int_eq(esbulk_conf_set(conf, k, va_arg(ap, const char *), err, sizeof(err)),
+                         ESBULK_OK);
+    va_end(ap);
+    why[0] = '\0';
+    *rc = envcreds_conf(e, conf, "--user", why, why_size);
+    snprintf(kinds, sizeof(kinds), "%s", env_kinds(conf));
+    esbulk_conf_destroy(conf);
+    return kinds;
+}
+
+START_TEST(test_envcreds)
+{
+    envcreds_t e;
+    char why[600];
+    int rc;
+
+    /* taken out of the environment, empty ones as unset */
+    setenv("ESBULK_PASSWORD", "pw", 1);
+    setenv("ESBULK_API_KEY", "", 1);
+    setenv("ESBULK_BEARER", "tok", 1);
+    ck_assert_int_eq(envcreds_take(&e), 0);
+    ck_assert_str_eq(e.password, "pw");
+    ck_assert_ptr_null(e.api_key);
+    ck_assert_str_eq(e.bearer, "tok");
+    ck_assert_ptr_null(getenv("ESBULK_PASSWORD"));
+    ck_assert_ptr_null(getenv("ESBULK_API_KEY"));
+    ck_assert_ptr_null(getenv("ESBULK_BEARER"));
+
+    /* with --user, the password comes from ESBULK_PASSWORD; the bearer
+     * token is another kind, not used */
+    ck_assert_str_eq(env_apply(&e, &rc, why, sizeof(why), "auth.username", "u", NULL), "up");
+    ck_assert_int_eq(rc, 0);
+    /* the command line's password wins */
+    ck_assert_str_eq(env_apply(&e, &rc, why, sizeof(why), "auth.username", "u",
+                               "auth.password", "cli", NULL), "up");
+    ck_assert_int_eq(rc, 0);
+    /* any other kind on the command line: nothing from the environment */
+    ck_assert_str_eq(env_apply(&e, &rc, why, sizeof(why), "auth.api_key", "k", NULL), "k");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(env_apply(&e, &rc, why, sizeof(why), "auth.aws.region", "eu-west-1",
+                               "auth.aws.access_key_id", "A", "auth.aws.secret_access_key",
+                               "S", NULL), "");
+    ck_assert_int_eq(rc, 0);
+    /* no credentials on the command line: the bearer token (ESBULK_PASSWORD
+     * has no user, but a token is there) */
+    ck_assert_str_eq(env_apply(&e, &rc, why, sizeof(why), NULL), "b");
+    ck_assert_int_eq(rc, 0);
+    envcreds_free(&e);
+    ck_assert_ptr_null(e.password);
+
+    /* an API key and a bearer token: which one is meant is not known */
+    e.password = NULL;
+    ck_assert_ptr_nonnull(e.api_key = strdup("key"));
+    ck_assert_ptr_nonnull(e.bearer = strdup("tok"));
+    env_apply(&e, &rc, why, sizeof(why), NULL);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, "ESBULK_API_KEY and ESBULK_BEARER are both set") != NULL, "%s", why);
+    /* ... unless the command line gives credentials */
+    ck_assert_str_eq(env_apply(&e, &rc, why, sizeof(why), "auth.username", "u",
+                               "auth.password", "p", NULL), "up");
+    ck_assert_int_eq(rc, 0);
+    envcreds_free(&e);
+
+    /* a password and no user: said, naming the tool's option */
+    ck_assert_ptr_nonnull(e.password = strdup("pw"));
+    env_apply(&e, &rc, why, sizeof(why), NULL);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_str_eq(why, "ESBULK_PASSWORD is set, but no user is given (--user)");
+    envcreds_free(&e);
+
+    /* a value the library refuses: its reason, named, without the value */
+    ck_assert_ptr_nonnull(e.api_key = strdup("k3y\r\nX-Evil: 1"));
+    env_apply(&e, &rc, why, sizeof(why), NULL);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strncmp(why, "ESBULK_API_KEY: ", 16) == 0 && strstr(why, "X-Evil") == NULL &&
+                      strstr(why, "k3y") == NULL,
+                  "%s", why);
+    envcreds_free(&e);
 }
 END_TEST
 
@@ -440,6 +557,7 @@ int main(void)
     tcase_add_test(tc, test_parse);
     tcase_add_test(tc, test_process);
     tcase_add_test(tc, test_env);
+    tcase_add_test(tc, test_envcreds);
     tcase_add_test(tc, test_refresh);
     suite_add_tcase(s, tc);
 
