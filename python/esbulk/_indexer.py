@@ -663,10 +663,12 @@ class Indexer:
       ``(username, password)`` pair or a dict of ``username``, ``password``,
       ``api_key`` and ``bearer``. Called once here, then again at most every
       ``credentials_refresh_s`` seconds (60) while results are pulled; the
-      handle is updated (``update_auth``) when they changed. An exception it
-      raises, or credentials of another kind than the first, propagate out of
-      that poll, flush or close; the credentials in use stay, and it is
-      called again when next due.
+      handle is updated (``update_auth``) when they changed, each time after
+      the results were pulled. An exception it raises, or credentials of
+      another kind than the first, propagate out of that poll, flush or close
+      (or a blocking add, once all its documents are added); the credentials
+      in use stay, the results pulled stay queued, and it is called again
+      when next due.
 
     Results reach the callbacks only inside poll(), flush() and close(), on
     the thread that called them: they are pulled from the library in batches
@@ -1153,11 +1155,6 @@ class Indexer:
     def _pull(self, timeout_ms: int) -> int:
         """Pulls one batch into self._ready and releases it at once."""
         eb = self._handle()
-        if self._aws is not None and time.monotonic() >= self._aws_read + self.aws_refresh_s:
-            self._refresh_aws()
-        if self._creds is not None and \
-                time.monotonic() >= self._creds_read + self.credentials_refresh_s:
-            self._refresh_creds()
         n = lib.esbulk_poll_results(eb, self._out, POLL_BATCH, timeout_ms)
         self._take_log(eb)
         if n < 0:
@@ -1171,6 +1168,13 @@ class Indexer:
                 self._sink(batch)
             else:
                 self._ready.extend(_results(batch, self._tokens, self._on_result))
+        # after the pull, so that one that raises every time still lets the
+        # results through (a blocked add or a flush waits on them)
+        now = time.monotonic()
+        if self._aws is not None and now >= self._aws_read + self.aws_refresh_s:
+            self._refresh_aws()
+        if self._creds is not None and now >= self._creds_read + self.credentials_refresh_s:
+            self._refresh_creds()
         return int(n)
 
     def _dispatch(self) -> int:

@@ -943,6 +943,46 @@ def test_indexer_credentials_function_misuse(url):
         assert len(ix) == 0
 
 
+def test_indexer_credentials_failing_at_every_pull_let_results_through():
+    """A credentials function due at every pull (credentials_refresh_s 0)
+    that raises every time: the results still come through, so an add
+    blocked on a full buffer gets its room, adds every document and then
+    raises it; close ends and raises it too."""
+    import threading
+    calls = [0]
+
+    def flaky():
+        calls[0] += 1
+        if calls[0] > 1:
+            raise OSError("vault sealed")
+        return ("u", "p")
+
+    got = []
+    # nothing listens on port 1: each request fails at once, freeing room
+    ix = esbulk.Indexer("http://127.0.0.1:1", credentials=flaky, block=True,
+                        topology_discovery=False, retry_max=0, buffer_max_docs=10,
+                        on_result=got.append)
+    ix.credentials_refresh_s = 0.0
+    raised = []
+
+    def add():
+        try:
+            ix.add_many("creds-flaky", [{"n": i} for i in range(50)])
+        except OSError as e:
+            raised.append(e)
+
+    t = threading.Thread(target=add, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the blocked add never got room"
+    assert len(raised) == 1 and "vault sealed" in str(raised[0]), raised
+    with pytest.raises(OSError, match="vault sealed"):
+        ix.close()
+    assert ix.close() == 0
+    assert len(got) == 50 and not any(r.ok for r in got)
+    assert calls[0] > 2
+
+
 def test_bulk_signed_for_aws(sigv4_proxy, make_index):
     """helpers.bulk with a client signed for Amazon OpenSearch Service gives
     opensearch-py's answer, each side's requests checked by botocore in the
