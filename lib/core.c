@@ -1612,8 +1612,8 @@ void esbulk__core_unsend(esbulk__core_t *c, esbulk__send_t *s, int64_t now)
     send_free(c, s);
 }
 
-/* A successful item's result when the answer did not give it (bulk_path()
- * asks for it only for updates): what the server says for that operation and
+/* A successful item's result when the answer did not give it
+ * (esbulk__io_bulk_path() asks for it only for updates): what the server says for that operation and
  * status. An update's 200 is "updated" or "noop", so NULL there. */
 static const char *result_from_status(esbulk_op_t op, int32_t status)
 {

@@ -108,6 +108,12 @@ struct esbulk_s {
 esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size);
 void esbulk__io_wakeup(esbulk_t *eb);
 void esbulk__io_join(esbulk_t *eb);
+/* The path and query of a bulk request under conf (NUL-terminated, to
+ * free): filter_path asks for _index, _id and result only when wanted,
+ * then bulk.pipeline, bulk.refresh and the server's timeout (5/6 of
+ * request.timeout.ms, at least 1 ms). */
+esbulk_err_t esbulk__io_bulk_path(const esbulk_conf_t *conf, int want_index, int want_id,
+                                  int want_result, char **out);
 
 /* handoff.c: what the I/O thread takes from and gives to the callers'
  * threads, each under one eb->lock. */

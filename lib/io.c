@@ -53,7 +53,8 @@ typedef struct {
     int idle_snapshot;          /* the last snapshot was taken with nothing in flight */
     int gzip, gzip_level;
     long request_timeout_ms;
-    char *bulk_path[8];         /* by want_index * 4 + want_id * 2 + want_result (bulk_path()) */
+    char *bulk_path[8];         /* by want_index * 4 + want_id * 2 + want_result
+                                   (esbulk__io_bulk_path()) */
     uint64_t bytes_sent;        /* since the last hand-over */
     uint64_t handles_made;      /* curl handles made, since the last hand-over */
     CURL *spare_easy[SPARE_EASY]; /* done with, kept for the next transfers */
@@ -636,8 +637,8 @@ static void *io_main(void *arg)
     return NULL;
 }
 
-static esbulk_err_t bulk_path(const esbulk_conf_t *conf, int want_index, int want_id,
-                              int want_result, char **out)
+esbulk_err_t esbulk__io_bulk_path(const esbulk_conf_t *conf, int want_index, int want_id,
+                                  int want_result, char **out)
 {
     esbulk__buf_t path;
     int64_t refresh = esbulk__conf_int(conf, ESBULK__C_BULK_REFRESH);
@@ -705,15 +706,15 @@ nomem:
     return ESBULK_ERR_NOMEM;
 }
 
-/* Every bulk_path(), by want_index * 4 + want_id * 2 + want_result: paths
- * has n = 8 entries. */
+/* Every esbulk__io_bulk_path(), by want_index * 4 + want_id * 2 +
+ * want_result: paths has n = 8 entries. */
 static esbulk_err_t bulk_paths(const esbulk_conf_t *conf, char **paths, size_t n)
 {
     size_t i;
 
     for (i = 0; i < n; i++)
-        if (bulk_path(conf, (int)(i >> 2) & 1, (int)(i >> 1) & 1, (int)i & 1, &paths[i]) !=
-            ESBULK_OK)
+        if (esbulk__io_bulk_path(conf, (int)(i >> 2) & 1, (int)(i >> 1) & 1, (int)i & 1,
+                                 &paths[i]) != ESBULK_OK)
             return ESBULK_ERR_NOMEM;
     return ESBULK_OK;
 }

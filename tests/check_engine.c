@@ -1450,11 +1450,24 @@ END_TEST
  * a primary that is not active) before the request is broken off. */
 START_TEST(test_bulk_timeout_under_request_timeout)
 {
-    static const char *const set[] = {"6000", "1", "3600000"};
-    static const char *const want[] = {"&timeout=5000ms", "&timeout=1ms", "&timeout=3000000ms"};
+    static const char *const set[] = {"6000", "3600000", "1"};
+    static const char *const want[] = {"&timeout=5000ms", "&timeout=3000000ms", "&timeout=1ms"};
     size_t i;
 
+    /* the path itself, for each */
     for (i = 0; i < 3; i++) {
+        esbulk_conf_t *conf = esbulk_conf_new();
+        char *path = NULL;
+
+        ck_assert_int_eq(esbulk_conf_set(conf, "request.timeout.ms", set[i], NULL, 0), 0);
+        ck_assert_int_eq(esbulk__io_bulk_path(conf, 0, 0, 0, &path), ESBULK_OK);
+        ck_assert_msg(strstr(path, want[i]) != NULL, "request.timeout.ms %s: %s", set[i], path);
+        free(path);
+        esbulk_conf_destroy(conf);
+    }
+    /* and as sent; not with 1 ms, which may run out before the request is
+     * written (it did under valgrind): the server would never see it */
+    for (i = 0; i < 2; i++) {
         esbulk_conf_t *conf = esbulk_conf_new();
         recorder_t rec;
         pthread_t th;
