@@ -1657,13 +1657,16 @@ int main(int argc, char **argv)
         job->password = password_read;
     }
     unsetenv("MYSQL_PWD");
-    /* the cluster's credentials, out of the environment too */
+    if (aws_region == NULL && (aws_service != NULL || aws_process != NULL)) {
+        firstline_free(password_read);
+        return usage_error("--aws-service and --aws-credential-process need --aws-region");
+    }
+    /* the cluster's credentials, out of the environment too (before a
+     * credential process could inherit them) */
     if (envcreds_take(&env) != 0) {
         firstline_free(password_read);
         return usage_error("out of memory");
     }
-    if (aws_region == NULL && (aws_service != NULL || aws_process != NULL))
-        return usage_error("--aws-service and --aws-credential-process need --aws-region");
     if (aws_region != NULL) {
         /* from where the AWS tools take them, never argv (which any user
          * on the machine can read) */
