@@ -693,10 +693,14 @@ class Indexer:
                  block: bool = False, aws_credentials: Any = None,
                  credentials: Optional[Callable[[], Any]] = None, **conf: Any) -> None:
         self._eb: Optional[int] = None
-        self._aws: Optional[Tuple[Any, Dict[str, str]]] = None
-        self._aws_read = 0.0  # when they were read last (time.monotonic)
-        self._creds: Optional[Tuple[Callable[[], Any], Dict[str, str]]] = None
-        self._creds_read = 0.0  # when credentials() was called last (time.monotonic)
+        # credentials read again while results are pulled (refreshable AWS
+        # ones, or credentials=): what gives their auth.* keys whole, the
+        # keys the handle has, when they were read last (time.monotonic),
+        # and the attribute that says how often
+        self._auth_source: Optional[Callable[[], Dict[str, str]]] = None
+        self._auth_keys: Dict[str, str] = {}
+        self._auth_read = 0.0
+        self._auth_every = "aws_refresh_s"
         self._on_result = on_result
         self._block = block
         self._tokens: Dict[int, Tuple[Any, Any]] = {}
@@ -727,8 +731,9 @@ class Indexer:
             settings.extend(keys.items())
             if callable(getattr(aws_credentials, "get_frozen_credentials", None)):
                 scope = {k: v for k, v in settings if k in ("auth.aws.region", "auth.aws.service")}
-                self._aws = (aws_credentials, dict(scope, **keys))
-                self._aws_read = time.monotonic()
+                self._auth_source = lambda: dict(scope, **_aws_keys(aws_credentials))
+                self._auth_keys = dict(scope, **keys)
+                self._auth_read = time.monotonic()
         if credentials is not None:
             if not callable(credentials):
                 raise TypeError("credentials: a function returning the credentials, not %s"
@@ -742,8 +747,10 @@ class Indexer:
                                   % ", ".join(given), _clib.ERR_BAD_VALUE)
             keys = _cred_keys(credentials())
             settings.extend(keys.items())
-            self._creds = (credentials, keys)
-            self._creds_read = time.monotonic()
+            self._auth_source = lambda: _cred_keys(credentials())
+            self._auth_keys = keys
+            self._auth_read = time.monotonic()
+            self._auth_every = "credentials_refresh_s"
         self._keep_body = any(k == "result.keep_body" and v == "true" for k, v in settings)
         c = _make_conf(settings)
         try:
@@ -782,30 +789,14 @@ class Indexer:
         if rc != _clib.OK:
             raise ConfigError("update_auth: %s" % (_clib.dec(err.value) or _clib.err2str(rc)), rc)
 
-    def _refresh_aws(self) -> None:
-        """Refreshable AWS credentials read again (frozen) when due; the
-        handle updated when they changed."""
-        creds, current = self._aws  # type: ignore[misc]
-        self._aws_read = time.monotonic()
-        keys = _aws_keys(creds)
-        if all(current.get(k) == v for k, v in keys.items()) and \
-                ("auth.aws.session_token" in keys) == ("auth.aws.session_token" in current):
-            return
-        fresh = {k: v for k, v in current.items() if k in ("auth.aws.region", "auth.aws.service")}
-        fresh.update(keys)
-        self.update_auth(**fresh)
-        self._aws = (creds, fresh)
-
-    def _refresh_creds(self) -> None:
-        """credentials() called again when due; the handle updated when
-        what it gave changed."""
-        fn, current = self._creds  # type: ignore[misc]
-        self._creds_read = time.monotonic()
-        keys = _cred_keys(fn())
-        if keys == current:
-            return
-        self.update_auth(**keys)
-        self._creds = (fn, keys)
+    def _refresh_auth(self) -> None:
+        """The credentials read again (refreshable AWS ones frozen, or
+        credentials() called); the handle updated when they changed."""
+        self._auth_read = time.monotonic()
+        keys = self._auth_source()  # type: ignore[misc]
+        if keys != self._auth_keys:
+            self.update_auth(**keys)
+            self._auth_keys = keys
 
     # -- adding -----------------------------------------------------------
 
@@ -1170,11 +1161,9 @@ class Indexer:
                 self._ready.extend(_results(batch, self._tokens, self._on_result))
         # after the pull, so that one that raises every time still lets the
         # results through (a blocked add or a flush waits on them)
-        now = time.monotonic()
-        if self._aws is not None and now >= self._aws_read + self.aws_refresh_s:
-            self._refresh_aws()
-        if self._creds is not None and now >= self._creds_read + self.credentials_refresh_s:
-            self._refresh_creds()
+        if self._auth_source is not None and \
+                time.monotonic() >= self._auth_read + getattr(self, self._auth_every):
+            self._refresh_auth()
         return int(n)
 
     def _dispatch(self) -> int:
@@ -1267,12 +1256,12 @@ class Indexer:
                         first = e
                     # or the credentials function's: not called again here
                     # (with no wait between calls, it would loop)
-                    self._aws = self._creds = None
+                    self._auth_source = None
                     if deadline is not None and time.monotonic() >= deadline:
                         left = len(self)
                         break
             lib.esbulk_close(self._eb, 0)
-            self._aws = self._creds = None  # no request starts from now
+            self._auth_source = None  # no request starts from now
             while True:
                 try:
                     n = self._pull(0)
