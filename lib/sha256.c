@@ -1,6 +1,7 @@
 /* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) for AWS SigV4 signing:
  * portable C (byte-wise big-endian loads and stores, no unaligned access),
- * and the x86 SHA extensions where the CPU has them; no allocation. */
+ * and the CPU's SHA-256 instructions where it has them (x86 SHA-NI, the
+ * ARMv8 cryptographic extension); no allocation. */
 #include "sha256.h"
 
 #include <stdatomic.h>
@@ -96,14 +97,14 @@ static void compress_c(uint32_t st[8], const unsigned char *p, size_t nblocks)
 #include <cpuid.h>
 #include <immintrin.h>
 
-#define ESBULK__SHA_NI 1
-#define SHA_NI_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+#define ESBULK__SHA_HW "SHA-NI"
+#define SHA_HW_TARGET __attribute__((target("sha,sse4.1,ssse3")))
 
 /* The same with the x86 SHA extensions (SHA-NI: Intel since Goldmont and
  * Ice Lake, AMD since Zen), some five times faster: the state as two
  * registers, ABEF and CDGH (A in the highest lane), four message words a
  * register, two rounds an instruction. */
-static SHA_NI_TARGET void compress_ni(uint32_t st[8], const unsigned char *p, size_t nblocks)
+static SHA_HW_TARGET void compress_hw(uint32_t st[8], const unsigned char *p, size_t nblocks)
 {
     const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
     __m128i abef, cdgh, t;
@@ -147,7 +148,7 @@ static SHA_NI_TARGET void compress_ni(uint32_t st[8], const unsigned char *p, si
 }
 
 /* Whether this CPU has SHA-NI (and the SSSE3 and SSE4.1 it is used with). */
-static int cpu_has_sha_ni(void)
+static int cpu_has_sha_hw(void)
 {
     unsigned a, b, c, d;
 
@@ -157,16 +158,74 @@ static int cpu_has_sha_ni(void)
         return 0;
     return (b & (1u << 29)) != 0;
 }
+
+#elif defined(__aarch64__) && defined(__linux__) &&                                     \
+    ((defined(__GNUC__) && !defined(__clang__)) || defined(__ARM_FEATURE_SHA2))
+/* gcc declares the intrinsics for functions of the +crypto target; clang
+ * (14 at least) only when the whole build targets SHA-2 (-march=...+sha2 or
+ * +crypto): without it, clang builds get portable C. */
+#include <arm_neon.h>
+#include <sys/auxv.h>
+
+#ifndef HWCAP_SHA2
+#define HWCAP_SHA2 (1UL << 6)
+#endif
+#define ESBULK__SHA_HW "ARMv8 SHA-2"
+#ifdef __ARM_FEATURE_SHA2
+#define SHA_HW_TARGET
+#else
+#define SHA_HW_TARGET __attribute__((target("+crypto")))
 #endif
 
-/* 0: portable C, 1: SHA-NI; -1: not looked at yet (a benign race: every
+/* The same with the ARMv8 cryptographic extension (Cortex-A53 and later,
+ * Neoverse, Graviton, Apple silicon): the state as two registers, ABCD and
+ * EFGH (A in lane 0), four message words a register, four rounds a pair of
+ * instructions. */
+static SHA_HW_TARGET void compress_hw(uint32_t st[8], const unsigned char *p, size_t nblocks)
+{
+    uint32x4_t abcd = vld1q_u32(&st[0]), efgh = vld1q_u32(&st[4]);
+
+    while (nblocks--) {
+        uint32x4_t w[4], abcd0 = abcd, efgh0 = efgh, m, prev;
+        int g;
+
+        for (g = 0; g < 16; g++) {
+            if (g < 4) {
+                w[g] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16 * g)));
+            } else {
+                /* w[t..t+3] from w[t-16..t-1]: su0 adds sigma0 of the words
+                 * 15 back, su1 those 7 back and sigma1 of those 2 back */
+                w[g & 3] = vsha256su1q_u32(vsha256su0q_u32(w[g & 3], w[(g + 1) & 3]),
+                                           w[(g + 2) & 3], w[(g + 3) & 3]);
+            }
+            m = vaddq_u32(w[g & 3], vld1q_u32(&K[4 * g]));
+            prev = abcd;
+            abcd = vsha256hq_u32(abcd, efgh, m);
+            efgh = vsha256h2q_u32(efgh, prev, m);
+        }
+        abcd = vaddq_u32(abcd, abcd0);
+        efgh = vaddq_u32(efgh, efgh0);
+        p += 64;
+    }
+    vst1q_u32(&st[0], abcd);
+    vst1q_u32(&st[4], efgh);
+}
+
+/* Whether this CPU has the SHA-256 instructions, as the kernel says. */
+static int cpu_has_sha_hw(void)
+{
+    return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;
+}
+#endif
+
+/* 0: portable C, 1: the CPU's instructions; -1: not looked at yet (a benign race: every
  * thread finds the same) */
 static _Atomic int impl = -1;
 
 int esbulk__sha256_accelerated(int use)
 {
-#ifdef ESBULK__SHA_NI
-    int have = cpu_has_sha_ni();
+#ifdef ESBULK__SHA_HW
+    int have = cpu_has_sha_hw();
 
     atomic_store(&impl, use && have);
     return atomic_load(&impl);
@@ -177,15 +236,24 @@ int esbulk__sha256_accelerated(int use)
 #endif
 }
 
+const char *esbulk__sha256_hw_name(void)
+{
+#ifdef ESBULK__SHA_HW
+    return ESBULK__SHA_HW;
+#else
+    return NULL;
+#endif
+}
+
 static void compress(uint32_t st[8], const unsigned char *p, size_t nblocks)
 {
     int i = atomic_load_explicit(&impl, memory_order_relaxed);
 
     if (i < 0)
         i = esbulk__sha256_accelerated(1);
-#ifdef ESBULK__SHA_NI
+#ifdef ESBULK__SHA_HW
     if (i == 1) {
-        compress_ni(st, p, nblocks);
+        compress_hw(st, p, nblocks);
         return;
     }
 #endif

@@ -31,6 +31,10 @@ void esbulk__hmac_sha256(const void *key, size_t key_len, const void *msg, size_
 /* use 1: the CPU's SHA instructions when it has them (the default); 0:
  * portable C (tests run both). Returns whether they are used now. */
 int esbulk__sha256_accelerated(int use);
+/* The CPU instructions this build can use, whether or not this CPU has
+ * them ("SHA-NI", "ARMv8 SHA-2"), or NULL: portable C only (clang builds
+ * for ARMv8 without -march=...+sha2, other architectures). */
+const char *esbulk__sha256_hw_name(void);
 
 /* Lowercase hex of p[0..n) into out, which holds 2n+1 bytes (NUL-terminated). */
 void esbulk__hex(const unsigned char *p, size_t n, char *out);

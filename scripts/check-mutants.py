@@ -2,7 +2,8 @@
 """Mutation checks: applies small mutations of lib/, one at a time, to a copy
 of the sources, builds the library and the fast unit tests (tests/check_*.c,
 and the fuzz harnesses replayed over their committed inputs, as
-tests/fuzz_replay.test does) and runs them; a mutation is caught when at
+tests/fuzz_replay.test does, and for lib/sha256.c tests/sha256_arm64.test)
+and runs them; a mutation is caught when at
 least one of them fails. Prints a
 table mutation -> the tests that caught it, and fails if any survives.
 
@@ -566,6 +567,18 @@ MUTANTS = [
      """    } else if (e->api_key != NULL && e->bearer != NULL) {""",
      """    } else if (0) {""",
      "ESBULK_API_KEY taken when ESBULK_BEARER is set too"),
+    ("arm-sha256-h2-new-abcd", "lib/sha256.c",
+     """            efgh = vsha256h2q_u32(efgh, prev, m);""",
+     """            efgh = vsha256h2q_u32(efgh, abcd, m);""",
+     "ARMv8: the second half of the rounds reads A-D after the first half changed them"),
+    ("arm-sha256-no-byte-swap", "lib/sha256.c",
+     """                w[g] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16 * g)));""",
+     """                w[g] = vreinterpretq_u32_u8(vld1q_u8(p + 16 * g));""",
+     "ARMv8: the message words are read little-endian"),
+    ("arm-sha256-not-detected", "lib/sha256.c",
+     """    return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;""",
+     """    return (getauxval(AT_HWCAP) & HWCAP_SHA2) == 0;""",
+     "ARMv8: the instructions are used where the CPU has none, and not where it has"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]
@@ -653,6 +666,12 @@ def main():
                         caught.append("fuzz_" + h + " inputs")
                 except subprocess.TimeoutExpired:
                     caught.append("fuzz_" + h + " inputs (timeout)")
+            # lib/sha256.c's ARMv8 path runs only cross-compiled, under qemu
+            if path == "lib/sha256.c":
+                r = run(["sh", os.path.join(tree, "tests", "sha256_arm64.test")],
+                        env=dict(os.environ, top_srcdir=tree, top_builddir=bld), timeout=300)
+                if r.returncode != 0:
+                    caught.append("sha256_arm64.test")
             if not caught:
                 survived += 1
             rows.append((name, what, caught, time.time() - t0))
