@@ -35,6 +35,10 @@ static inline void esbulk__spin_lock(esbulk__spin_t *s)
             if (++n < ESBULK__SPIN_TRIES) {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
                 __builtin_ia32_pause();
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+                /* ARM's "yield" is a no-op on most cores; "isb" waits a
+                 * little, as x86's pause does */
+                __asm__ __volatile__("isb" ::: "memory");
 #endif
             } else {
                 n = 0;
