@@ -177,10 +177,10 @@ static int cpu_has_sha_hw(void)
 #define SHA_HW_TARGET __attribute__((target("+crypto")))
 #endif
 
-/* The same with the ARMv8 cryptographic extension (Cortex-A53 and later,
- * Neoverse, Graviton, Apple silicon): the state as two registers, ABCD and
- * EFGH (A in lane 0), four message words a register, four rounds a pair of
- * instructions. */
+/* The same with the ARMv8 cryptographic extension (Neoverse, Graviton,
+ * Apple silicon; optional on Cortex-A53 and A72, which the Raspberry Pi's
+ * lack): the state as two registers, ABCD and EFGH (A in lane 0), four
+ * message words a register, four rounds a pair of instructions. */
 static SHA_HW_TARGET void compress_hw(uint32_t st[8], const unsigned char *p, size_t nblocks)
 {
     uint32x4_t abcd = vld1q_u32(&st[0]), efgh = vld1q_u32(&st[4]);
