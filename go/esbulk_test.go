@@ -306,6 +306,8 @@ func TestRefusals(t *testing.T) {
 		{Index: "x", Action: "upsert", Body: strings.NewReader(`{}`)},
 		{Index: "x", Action: "index", Version: i64(1), VersionType: "internal", Body: strings.NewReader(`{}`)},
 		{Index: "x", Action: "index", IfSeqNo: i64(1), Body: strings.NewReader(`{}`)},
+		{Index: "x", Action: "index", Version: i64(5), VersionType: "external", Body: strings.NewReader(`{}`)}, // a condition needs a DocumentID
+		{Index: "x", Action: "index", IfSeqNo: i64(1), IfPrimaryTerm: i64(1), Body: strings.NewReader(`{}`)},
 		{Index: "x", Action: "index"},
 		{Index: "x", Action: "index", Body: strings.NewReader(`[1]`)},
 		{Index: "x", Action: "update", Body: strings.NewReader(`{}`)},     // update needs an id

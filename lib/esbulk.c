@@ -456,7 +456,7 @@ static esbulk_err_t doc_build(esbulk_t *eb, esbulk_op_t op, const char *index, c
         esbulk__errstr(errstr, errstr_size, "update needs an _id");
         return ESBULK_ERR_INVALID_ARG;
     }
-    if ((err = esbulk__docopts_check(opts, op, errstr, errstr_size)) != ESBULK_OK)
+    if ((err = esbulk__docopts_check(opts, op, id_len > 0, errstr, errstr_size)) != ESBULK_OK)
         return err;
     if (body_len > max_doc) {
         esbulk__errstr(errstr, errstr_size, "document of %zu bytes is larger than max.doc.bytes "

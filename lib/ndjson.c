@@ -175,8 +175,8 @@ esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
     return esbulk__buf_addc(buf, '"');
 }
 
-esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *o, esbulk_op_t op, char *errstr,
-                                   size_t errstr_size)
+esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *o, esbulk_op_t op, int has_id,
+                                   char *errstr, size_t errstr_size)
 {
     static const char *const names[] = {"n index", " create", "n update", " delete"};
     const char *bad = NULL;
@@ -197,6 +197,14 @@ esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *o, esbulk_op_t op, ch
         bad = "require_alias applies to index, create and update only";
     else if (o->retry_on_conflict >= 0 && op != ESBULK_OP_UPDATE)
         bad = "retry_on_conflict applies to update only";
+    /* A condition is on a document the caller names: the server refuses a
+     * version without an _id (the whole request, 400), and ignores
+     * if_seq_no without one; a generated _id would make either hold
+     * vacuously, every time. */
+    else if (!has_id && o->has_version)
+        bad = "an external version needs an _id";
+    else if (!has_id && o->has_seq_no)
+        bad = "if_seq_no needs an _id";
     if (bad == NULL)
         return ESBULK_OK;
     esbulk__errstr(errstr, errstr_size, "document options do not fit a%s: %s", names[op], bad);

@@ -21,10 +21,11 @@ struct esbulk_docopts_s {
     int32_t retry_on_conflict; /* -1: none */
 };
 
-/* Checks that opts (may be NULL) fit op: ESBULK_ERR_INVALID_ARG with a
- * message otherwise. */
-esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *opts, esbulk_op_t op, char *errstr,
-                                   size_t errstr_size);
+/* Checks that opts (may be NULL) fit op on a document with an _id of its
+ * caller's (has_id) or none: ESBULK_ERR_INVALID_ARG with a message
+ * otherwise. */
+esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *opts, esbulk_op_t op, int has_id,
+                                   char *errstr, size_t errstr_size);
 /* True when opts make op conditional (an external version, if_seq_no): a
  * 409 on a retry after a broken attempt most likely means that attempt was
  * applied. */

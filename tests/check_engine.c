@@ -151,7 +151,7 @@ START_TEST(test_action_line_opts)
     ck_assert_int_eq(esbulk_docopts_set_version(o, 42, ESBULK_VERSION_EXTERNAL_GTE), ESBULK_OK);
     ck_assert_int_eq(esbulk_docopts_set_pipeline(o, "p\"1"), ESBULK_OK);
     ck_assert_int_eq(esbulk_docopts_set_require_alias(o, 1), ESBULK_OK);
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, errstr, sizeof(errstr)), ESBULK_OK);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 1, errstr, sizeof(errstr)), ESBULK_OK);
     ck_assert_int_eq(esbulk__action_line_opts(&b, ESBULK_OP_INDEX, "i", 1, "1", 1, "r", 1, o),
                      ESBULK_OK);
     ck_assert_str_eq(b.data, "{\"index\":{\"_index\":\"i\",\"_id\":\"1\",\"routing\":\"r\","
@@ -167,27 +167,43 @@ START_TEST(test_action_line_opts)
                      ESBULK_OK);
     ck_assert_str_eq(b.data, "{\"update\":{\"_index\":\"i\",\"_id\":\"1\",\"if_seq_no\":7,"
                              "\"if_primary_term\":2,\"retry_on_conflict\":3}}\n");
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_UPDATE, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_UPDATE, 1, errstr, sizeof(errstr)),
                      ESBULK_OK);
     /* what does not fit */
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 1, errstr, sizeof(errstr)),
                      ESBULK_ERR_INVALID_ARG); /* retry_on_conflict */
     ck_assert_ptr_nonnull(strstr(errstr, "retry_on_conflict"));
     esbulk_docopts_set_retry_on_conflict(o, -1);
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_CREATE, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_CREATE, 1, errstr, sizeof(errstr)),
                      ESBULK_ERR_INVALID_ARG); /* if_seq_no on a create */
     esbulk_docopts_set_version(o, 1, ESBULK_VERSION_EXTERNAL);
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 1, errstr, sizeof(errstr)),
                      ESBULK_ERR_INVALID_ARG); /* version and if_seq_no */
     esbulk_docopts_clear(o);
     esbulk_docopts_set_version(o, 1, ESBULK_VERSION_EXTERNAL);
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_UPDATE, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_UPDATE, 1, errstr, sizeof(errstr)),
                      ESBULK_ERR_INVALID_ARG);
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_DELETE, errstr, sizeof(errstr)),
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_DELETE, 1, errstr, sizeof(errstr)),
                      ESBULK_OK);
+    /* a condition needs an _id of the caller's: an index without one is
+     * refused (a generated one would make it hold every time) */
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 1, errstr, sizeof(errstr)),
+                     ESBULK_OK);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 0, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_str_eq(errstr, "document options do not fit an index: an external version needs "
+                             "an _id");
+    esbulk_docopts_clear(o);
+    esbulk_docopts_set_if_seq_no(o, 3, 1);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 0, errstr, sizeof(errstr)),
+                     ESBULK_ERR_INVALID_ARG);
+    ck_assert_str_eq(errstr, "document options do not fit an index: if_seq_no needs an _id");
     esbulk_docopts_clear(o);
     esbulk_docopts_set_pipeline(o, "p");
-    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_DELETE, errstr, sizeof(errstr)),
+    esbulk_docopts_set_require_alias(o, 1);
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_INDEX, 0, errstr, sizeof(errstr)),
+                     ESBULK_OK); /* unconditional options need no _id */
+    ck_assert_int_eq(esbulk__docopts_check(o, ESBULK_OP_DELETE, 1, errstr, sizeof(errstr)),
                      ESBULK_ERR_INVALID_ARG);
     /* setters refuse what is out of range */
     ck_assert_int_eq(esbulk_docopts_set_version(o, -1, ESBULK_VERSION_EXTERNAL),
@@ -371,6 +387,24 @@ START_TEST(test_add_errors)
                                 sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
     ck_assert_int_eq(esbulk_add(eb, (esbulk_op_t)9, "i", "a", 1, NULL, 0, "{}", 2, NULL, errstr,
                                 sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+    /* a condition without an _id: refused, not sent under a generated one
+     * (whatever id points to, id_len 0 is none) */
+    {
+        esbulk_docopts_t *o = esbulk_docopts_new();
+
+        ck_assert_ptr_nonnull(o);
+        esbulk_docopts_set_version(o, 7, ESBULK_VERSION_EXTERNAL_GTE);
+        ck_assert_int_eq(esbulk_add_opts(eb, ESBULK_OP_INDEX, "i", "", 0, NULL, 0, "{}", 2, o,
+                                         NULL, errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+        ck_assert_ptr_nonnull(strstr(errstr, "an external version needs an _id"));
+        esbulk_docopts_clear(o);
+        esbulk_docopts_set_if_seq_no(o, 1, 1);
+        ck_assert_int_eq(esbulk_add_opts(eb, ESBULK_OP_INDEX, "i", NULL, 0, NULL, 0, "{}", 2, o,
+                                         NULL, errstr, sizeof(errstr)), ESBULK_ERR_INVALID_ARG);
+        ck_assert_ptr_nonnull(strstr(errstr, "if_seq_no needs an _id"));
+        ck_assert_int_eq(esbulk_pending(eb), 0);
+        esbulk_docopts_destroy(o);
+    }
     /* an _id past the server's 512 bytes (it would refuse the whole
      * request), a routing past ESBULK__KEY_MAX (the record's lengths are
      * 32-bit) */

@@ -243,6 +243,12 @@ def test_per_document_options(url, make_index):
         ix.add(index, id="r", routing="user-7", op="delete", context="delete")
         with pytest.raises(ValueError):
             ix.add(index, {"n": 1}, id="x", version_type="external")  # no version
+        # a condition on a document without an _id: refused, not sent under
+        # a generated one (on which it would always hold)
+        with pytest.raises(esbulk.InvalidDocumentError, match="external version needs an _id"):
+            ix.add(index, {"n": 1}, version=5, version_type="external")
+        with pytest.raises(esbulk.InvalidDocumentError, match="if_seq_no needs an _id"):
+            ix.add(index, {"n": 1}, if_seq_no=1, if_primary_term=1)
     assert res["v5"].ok and res["v5"].version == 5
     assert res["v3"].status == 409 and res["v3"].error_type == \
         "version_conflict_engine_exception"

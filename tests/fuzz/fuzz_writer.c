@@ -76,7 +76,7 @@ static void check_action(const uint8_t *data, const char *index, size_t index_le
         esbulk_docopts_set_require_alias(opts, 1);
     if (data[0] & 128)
         esbulk_docopts_set_retry_on_conflict(opts, (int32_t)(data[6] << 16 | data[7]) - 2);
-    if (esbulk__docopts_check(opts, op, errstr, sizeof(errstr)) != ESBULK_OK) {
+    if (esbulk__docopts_check(opts, op, id_len > 0, errstr, sizeof(errstr)) != ESBULK_OK) {
         esbulk_docopts_destroy(opts);
         return;
     }
