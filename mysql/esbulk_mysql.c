@@ -600,6 +600,25 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
                  size_t id_len, const char *body, size_t body_len, int64_t version)
 {
     char errstr[512];
+    if (id_len == 0) {
+        /* a one-column key of '' (a string column may hold it): no document
+         * can have it as _id, and one under a generated _id could never be
+         * updated or deleted by its row again. The row is unmappable. */
+        static const char why[] = "its primary key is the empty string, which cannot be a "
+                                  "document _id";
+        job->rows_unmappable++;
+        if (unit->table)
+            t->rows_failed++;
+        esm_dead_letter(job, unit->poll ? "poll" : unit->table ? "snapshot" : "binlog", t, "",
+                        why, 0, NULL, body, body_len);
+        if (job->rows_unmappable <= 5)
+            esm_log("%s '': %s", t->fullname, why);
+        if (job->on_error_stop) {
+            unit->blocked = 1;
+            job->stop = 1;
+        }
+        return;
+    }
     esbulk_docopts_set_version(job->opts, version, ESBULK_VERSION_EXTERNAL_GTE);
     unit->remaining++;
     for (;;) {
