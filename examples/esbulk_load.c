@@ -74,7 +74,8 @@ static const char *load_help =
     "  --op OP               ndjson: index (default), create, update (each line is sent\n"
     "                        as {\"doc\": LINE}) or delete (the line only supplies the id)\n"
     "  --id-field F          ndjson: take _id from the top-level field F (a string, or\n"
-    "                        a number as its text; missing or null: no _id)\n"
+    "                        a number as its text; missing or null: no _id; the\n"
+    "                        empty string fails the document)\n"
     "  --routing-field F     ndjson: take routing from the top-level field F\n"
     "\n"
     "Connection:\n"
@@ -732,9 +733,17 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     L->read_docs++;
     if (aopts_empty(opts))
         opts = NULL;
-    rec = rec_new(L, input, line, bytes, op, index, id, id_len, routing, routing_len, body,
-                  body_len, opts);
-    if (rec == NULL) {
+    rec = NULL;
+    if (id != NULL && id_len == 0) {
+        /* an --id-field value of "": esbulk_add takes an id_len of 0 as no
+         * _id (a generated one, a new copy at every load), and the server
+         * refuses an empty one: the document fails, and its pair in the
+         * failures file keeps the "_id":"" to be fixed */
+        err = ESBULK_ERR_INVALID_ARG;
+        snprintf(errstr, sizeof(errstr), "--id-field \"%s\" is the empty string (the server "
+                 "refuses an empty _id)", L->id_field != NULL ? L->id_field : "");
+    } else if ((rec = rec_new(L, input, line, bytes, op, index, id, id_len, routing, routing_len,
+                              body, body_len, opts)) == NULL) {
         err = ESBULK_ERR_NOMEM;
         snprintf(errstr, sizeof(errstr), "out of memory");
     } else {
@@ -761,7 +770,7 @@ static int add_doc(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esb
     f.line = line;
     f.op = (int)op;
     f.index = index;
-    f.id = id_len ? id : NULL;
+    f.id = id;
     f.id_len = id_len;
     f.routing = routing_len ? routing : NULL;
     f.routing_len = routing_len;
@@ -1135,6 +1144,8 @@ static int parse_action(load_t *L, const char *s, size_t n, action_t *a)
         } else if (strcmp(key, "_id") == 0) {
             if (meta_text(v, a->idbuf, sizeof(a->idbuf), &a->id, &a->id_len) != 0)
                 why(a, "_id is not a string or an integer");
+            else if (a->id_len == 0)
+                why(a, "_id is empty (the server refuses an empty _id)"); /* not a generated one */
         } else if (strcmp(key, "routing") == 0 || strcmp(key, "_routing") == 0) {
             if (meta_text(v, a->routingbuf, sizeof(a->routingbuf), &a->routing,
                           &a->routing_len) != 0)
@@ -1291,7 +1302,8 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
     if (L->id_field != NULL) {
         field_t r = top_field(L, s, n, L->id_field, &v, &vlen);
 
-        if (r == FV_FOUND && vlen > 0) {
+        if (r == FV_FOUND) {
+            /* "" too: add_doc fails it (not "no _id") */
             id = v;
             id_len = vlen;
             /* a decoded value lives in the scratch buffer, which the routing
