@@ -271,14 +271,21 @@ void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_b
 /* ------------------------------------------------------------------------
  * Dead letters and results.
  */
+/* The phase a unit's rows come from, as dead-letter lines name it. */
+static const char *unit_phase(const esm_unit_t *u)
+{
+    return u->poll ? "poll" : u->table ? "snapshot" : "binlog";
+}
+
 int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char *phase,
-                       const char *id, const char *why)
+                       const char *id, const char *why, const char *body, size_t body_len)
 {
     job->rows_unmappable++;
-    t->rows_failed++;
-    esm_dead_letter(job, phase, t, id, why, 0, NULL, NULL, 0);
+    if (u->table)
+        t->rows_failed++;
+    esm_dead_letter(job, phase, t, id, why, 0, NULL, body, body_len);
     if (job->rows_unmappable <= 5)
-        esm_log("%s %s: %s", t->fullname, id, why);
+        esm_log("%s %s: %s", t->fullname, id[0] ? id : "''", why);
     if (!job->on_error_stop)
         return 0;
     u->blocked = 1;
@@ -381,9 +388,8 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
                  oc == ESBULK_OUTCOME_POSSIBLY ? "possibly indexed: " : "",
                  esbulk_result_error_reason(r) ? esbulk_result_error_reason(r)
                                                : esbulk_err2str(esbulk_result_err(r)));
-        esm_dead_letter(job, u->poll ? "poll" : u->table ? "snapshot" : "binlog", u->table,
-                        esbulk_result_id(r), reason, status, esbulk_result_error_type(r), body,
-                        blen);
+        esm_dead_letter(job, unit_phase(u), u->table, esbulk_result_id(r), reason, status,
+                        esbulk_result_error_type(r), body, blen);
         if (job->docs_failed <= 5)
             esm_log("%s %s: %s", esbulk_result_index(r),
                     esbulk_result_id(r) ? esbulk_result_id(r) : "-", reason);
@@ -604,19 +610,9 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
         /* a one-column key of '' (a string column may hold it): no document
          * can have it as _id, and one under a generated _id could never be
          * updated or deleted by its row again. The row is unmappable. */
-        static const char why[] = "its primary key is the empty string, which cannot be a "
-                                  "document _id";
-        job->rows_unmappable++;
-        if (unit->table)
-            t->rows_failed++;
-        esm_dead_letter(job, unit->poll ? "poll" : unit->table ? "snapshot" : "binlog", t, "",
-                        why, 0, NULL, body, body_len);
-        if (job->rows_unmappable <= 5)
-            esm_log("%s '': %s", t->fullname, why);
-        if (job->on_error_stop) {
-            unit->blocked = 1;
-            job->stop = 1;
-        }
+        esm_row_unmappable(job, unit, t, unit_phase(unit), "",
+                           "its primary key is the empty string, which cannot be a document _id",
+                           body, body_len);
         return;
     }
     esbulk_docopts_set_version(job->opts, version, ESBULK_VERSION_EXTERNAL_GTE);
@@ -652,8 +648,7 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
         job->docs_failed++;
         if (unit->table)
             t->rows_failed++;
-        esm_dead_letter(job, unit->poll ? "poll" : unit->table ? "snapshot" : "binlog", t, idbuf,
-                        errstr, 0, NULL, NULL, 0);
+        esm_dead_letter(job, unit_phase(unit), t, idbuf, errstr, 0, NULL, NULL, 0);
         if (job->on_error_stop) {
             unit->blocked = 1;
             job->stop = 1;
@@ -1188,7 +1183,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
             esm_key_id(t, key, &id);
             char why[300];
             if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-                if (esm_row_unmappable(job, u, t, "snapshot", id.p, why))
+                if (esm_row_unmappable(job, u, t, "snapshot", id.p, why, NULL, 0))
                     break;
                 continue;
             }

@@ -177,11 +177,12 @@ void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_b
 void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *id,
                      const char *reason, int32_t status, const char *error_type,
                      const char *body, size_t body_len);
-/* A row that cannot be mapped to a document (why): counted, dead-lettered
- * with phase, logged for the first few. Returns 1 when --on-error stop: the
- * unit is blocked (no checkpoint passes it) and the job stops. */
+/* A row that cannot be made a document (why): counted, dead-lettered with
+ * phase (and its document body, when it has one), logged for the first
+ * few. Returns 1 when --on-error stop: the unit is blocked (no checkpoint
+ * passes it) and the job stops. */
 int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char *phase,
-                       const char *id, const char *why);
+                       const char *id, const char *why, const char *body, size_t body_len);
 /* The external version of a binlog position: file number << 32 | offset. */
 int64_t esm_version_of(const char *file, uint64_t pos);
 /* Appends `name` quoted as an identifier. */

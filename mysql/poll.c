@@ -127,7 +127,7 @@ static int poll_page(esm_job_t *job, esm_table_t *t)
         json_decref(key);
         char why[300];
         if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-            if (esm_row_unmappable(job, u, t, "poll", id.p, why))
+            if (esm_row_unmappable(job, u, t, "poll", id.p, why, NULL, 0))
                 break;
             continue;
         }
