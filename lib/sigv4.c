@@ -2,9 +2,11 @@
  * it for services other than S3: the canonical request, the string to sign,
  * the signing key derived from the secret by date, region and service, the
  * Authorization line. The canonical forms follow what AWS's own SDK
- * (botocore, which opensearch-py signs with) does with a URL: the path's
- * bytes percent-encoded once more (so "%" becomes "%25"), empty and "."
- * segments dropped, ".." resolved; the query's names and values decoded and
+ * (botocore, which opensearch-py signs with) does with a URL: the host in
+ * lower case, without the scheme's default port; the path's bytes
+ * percent-encoded once more (so "%" becomes "%25"), empty and "." segments
+ * dropped, ".." resolved; the query's names and values decoded (a '+' as a
+ * space, and pairs split at ';' as at '&', as the server reads a query) and
  * strictly encoded again, sorted. The query is sent in that same form, so
  * that every reading of it (the SDK's, the service's) is the one signed. */
 #include "sigv4.h"
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int unreserved(unsigned char c)
 {
@@ -58,7 +61,8 @@ static int hexval(char c)
 }
 
 /* s[0..n) percent-decoded (a '%' not followed by two hex digits stays as
- * it is), then strictly encoded: a new string, NULL when out of memory. */
+ * it is; a '+' is a space), then strictly encoded: a new string, NULL when
+ * out of memory. */
 static char *reencode(const char *s, size_t n)
 {
     esbulk__buf_t raw, out;
@@ -74,6 +78,8 @@ static char *reencode(const char *s, size_t n)
         if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
             c = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
             i += 2;
+        } else if (c == '+') {
+            c = ' '; /* as the server reads a query: sent as %20, not as a '+' */
         }
         (void)esbulk__buf_addc(&raw, c); /* reserved above */
     }
@@ -108,16 +114,18 @@ static esbulk_err_t canonical_query(esbulk__buf_t *b, const char *q, size_t n)
     esbulk_err_t err = ESBULK_ERR_NOMEM;
 
     for (i = 0; i < n; i++)
-        if (q[i] == '&')
+        if (q[i] == '&' || q[i] == ';')
             npairs++;
     pairs = calloc(npairs + 1, sizeof(*pairs));
     if (pairs == NULL)
         return ESBULK_ERR_NOMEM;
     npairs = 0;
     while (p < end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
-        const char *pe = amp != NULL ? amp : end;
+        const char *pe = p, *eq;
 
+        /* the server splits the pairs at ';' too */
+        while (pe < end && *pe != '&' && *pe != ';')
+            pe++;
         if (pe > p) {
             eq = memchr(p, '=', (size_t)(pe - p));
             pairs[npairs].name = reencode(p, (size_t)((eq != NULL ? eq : pe) - p));
@@ -127,7 +135,7 @@ static esbulk_err_t canonical_query(esbulk__buf_t *b, const char *q, size_t n)
             if (pairs[npairs - 1].name == NULL || pairs[npairs - 1].value == NULL)
                 goto out;
         }
-        p = pe + (amp != NULL);
+        p = pe + (pe < end);
     }
     qsort(pairs, npairs, sizeof(*pairs), pair_cmp);
     for (k = 0; k < npairs; k++)
@@ -147,12 +155,15 @@ out:
 }
 
 /* The canonical URI of path[0..n): empty and "." segments dropped, ".."
- * taking the one before it away, then every byte encoded but '/'. */
+ * taking the one before it away, then every byte encoded but '/'. It ends
+ * with '/' when the path does, or ends with a "." or ".." segment: curl
+ * sends "/a/b/.." as "/a/" (RFC 3986's removal of dot segments). */
 static esbulk_err_t canonical_path(esbulk__buf_t *b, const char *path, size_t n)
 {
     const char **seg;
     size_t *len, nseg = 0, i, cap = 1;
     const char *p = path, *end = path + n;
+    int dir = n > 0 && path[n - 1] == '/';
     esbulk_err_t err = ESBULK_ERR_NOMEM;
 
     for (i = 0; i < n; i++)
@@ -167,6 +178,8 @@ static esbulk_err_t canonical_path(esbulk__buf_t *b, const char *path, size_t n)
         const char *se = slash != NULL ? slash : end;
         size_t l = (size_t)(se - p);
 
+        if (slash == NULL && (l == 1 || l == 2) && p[0] == '.' && p[l - 1] == '.')
+            dir = 1; /* the last segment is "." or ".." */
         if (l == 2 && p[0] == '.' && p[1] == '.') {
             if (nseg > 0)
                 nseg--;
@@ -184,8 +197,7 @@ static esbulk_err_t canonical_path(esbulk__buf_t *b, const char *path, size_t n)
         if ((i > 0 && esbulk__buf_addc(b, '/') != ESBULK_OK) ||
             add_encoded(b, seg[i], len[i], 0) != ESBULK_OK)
             goto out;
-    /* a path that ends with '/' keeps it */
-    if (nseg > 0 && n > 0 && path[n - 1] == '/' && esbulk__buf_addc(b, '/') != ESBULK_OK)
+    if (nseg > 0 && dir && esbulk__buf_addc(b, '/') != ESBULK_OK)
         goto out;
     err = ESBULK_OK;
 out:
@@ -209,6 +221,25 @@ static char *line_of(const char *name, const char *value)
     if (l != NULL)
         snprintf(l, n, "%s: %s", name, value);
     return l;
+}
+
+/* How much of the authority h..end the Host line holds: all of it but the
+ * scheme's default port (":443" for https, ":80" for http), as botocore
+ * signs and curl sends a URL's host; the base URLs always name the port. */
+static size_t host_len(const char *url, const char *h, const char *end)
+{
+    const char *colon = end, *d;
+    unsigned long port = 0, dflt;
+
+    while (colon > h && colon[-1] >= '0' && colon[-1] <= '9')
+        colon--;
+    if (colon == end || colon == h || colon[-1] != ':')
+        return (size_t)(end - h);
+    colon--;
+    for (d = colon + 1; d < end && port < 65536; d++)
+        port = port * 10 + (unsigned long)(*d - '0');
+    dflt = strncasecmp(url, "https://", 8) == 0 ? 443 : strncasecmp(url, "http://", 7) == 0 ? 80 : 0;
+    return port == dflt && colon > h ? (size_t)(colon - h) : (size_t)(end - h);
 }
 
 esbulk_err_t esbulk__sigv4_sign(const esbulk__aws_t *aws, const char *method, const char *url,
@@ -263,9 +294,13 @@ esbulk_err_t esbulk__sigv4_sign(const esbulk__aws_t *aws, const char *method, co
         /* credentials in the URL never reach here; a stray '@' would */
         const char *at = memchr(auth, '@', (size_t)(auth_end - auth));
         const char *h = at != NULL ? at + 1 : auth;
+        size_t i;
 
-        if (esbulk__buf_add(&host, h, (size_t)(auth_end - h)) != ESBULK_OK)
+        if (esbulk__buf_add(&host, h, host_len(url, h, auth_end)) != ESBULK_OK)
             goto out;
+        for (i = 0; i < host.len; i++) /* as botocore signs it */
+            if (host.data[i] >= 'A' && host.data[i] <= 'Z')
+                host.data[i] = (char)(host.data[i] - 'A' + 'a');
     }
     if (esbulk__buf_reserve(&cq, 0) != ESBULK_OK ||
         canonical_query(&cq, query, strcspn(query, "#")) != ESBULK_OK)

@@ -17,6 +17,7 @@
 typedef struct {
     const char *method, *url, *body, *region, *service, *token;
     const char *wire_url, *canonical, *signature;
+    const char *host; /* the Host line's value; NULL: the URL's authority */
 } case_t;
 
 static const case_t cases[] = {
@@ -29,7 +30,7 @@ static const case_t cases[] = {
      "x-amz-content-sha256:06a2766a5890317dbe97487cd7110947b5be9999f2b40012538d03f273fec030\n"
      "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\n"
      "06a2766a5890317dbe97487cd7110947b5be9999f2b40012538d03f273fec030",
-     "88e6d033bfee207f71dbcefd426167e507ccb45b59be2d515ec19a915d6ab6c4"},
+     "88e6d033bfee207f71dbcefd426167e507ccb45b59be2d515ec19a915d6ab6c4", NULL},
     /* metadata with a session token: a ',' in the path, encoded in the
      * canonical URI only (botocore's reading, which the service shares) */
     {"GET",
@@ -46,7 +47,7 @@ static const case_t cases[] = {
      "x-amz-security-token:FQoGZXIvYXdzEJr//////////wEaDOi+tok/en=\n\n"
      "host;x-amz-content-sha256;x-amz-date;x-amz-security-token\n"
      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-     "789b7ba4d434355405a17a5671a861841ae0ce5b84cb08b9289c2c936bbe6eb2"},
+     "789b7ba4d434355405a17a5671a861841ae0ce5b84cb08b9289c2c936bbe6eb2", NULL},
     /* a path prefix with empty, "." and ".." segments and an escaped '/':
      * encoded once more ("%2F" signs as "%252F"); a name without '=' and
      * repeated names sorted by value */
@@ -56,7 +57,42 @@ static const case_t cases[] = {
      "x-amz-content-sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881\n"
      "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\n"
      "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
-     "7319ba9b4c0e8cc3a456dd9585f94fb64415920b60909bd599cabdacfc08ea50"},
+     "7319ba9b4c0e8cc3a456dd9585f94fb64415920b60909bd599cabdacfc08ea50", NULL},
+    /* a base URL as the library writes it, with https's port: the Host
+     * signed and sent is in lower case and without ":443" (botocore's, and
+     * what Amazon OpenSearch Service checks) */
+    {"POST", "https://Search-X.EU-west-1.es.amazonaws.com:443/logs/_bulk?filter_path=items.*.status",
+     "{\"index\":{}}\n{}\n", "eu-west-1", "es", NULL,
+     "https://Search-X.EU-west-1.es.amazonaws.com:443/logs/_bulk?filter_path=items.%2A.status",
+     "POST\n/logs/_bulk\nfilter_path=items.%2A.status\n"
+     "host:search-x.eu-west-1.es.amazonaws.com\n"
+     "x-amz-content-sha256:06a2766a5890317dbe97487cd7110947b5be9999f2b40012538d03f273fec030\n"
+     "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\n"
+     "06a2766a5890317dbe97487cd7110947b5be9999f2b40012538d03f273fec030",
+     "d753f57ec729113a24926d914502ad35ba6aeb17f21c4eb67da353b9eccce437",
+     "search-x.eu-west-1.es.amazonaws.com"},
+    /* http's port 80 left out too; a last ".." segment: curl sends the
+     * path as "/a/", so "/a/" is signed */
+    {"GET", "http://h:80/a/b/..", "", "us-east-1", "es", NULL, "http://h:80/a/b/..",
+     "GET\n/a/\n\nhost:h\nx-amz-content-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+     "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+     "810e05521a718ae92f94d7d7d61d8a6860845e5cda90411d45b22ab51892eee7", "h"},
+    /* a query as the server reads it: '+' is a space, ';' separates pairs
+     * as '&' does; sent as signed */
+    {"GET", "http://h:9200/_search?q=a+b;c=d", "", "us-east-1", "es", NULL,
+     "http://h:9200/_search?c=d&q=a%20b",
+     "GET\n/_search\nc=d&q=a%20b\nhost:h:9200\nx-amz-content-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+     "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+     "0d52a450c38d1a20ab6b5f01034bf5b755a62fc796a73bef41204762f87f6e97", NULL},
+    /* an IPv6 literal: only the scheme's own default port is left out */
+    {"GET", "https://[::1]:443/x", "", "us-east-1", "es", NULL, "https://[::1]:443/x",
+     "GET\n/x\n\nhost:[::1]\nx-amz-content-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+     "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+     "0badccb76d93cd557dcabf1000921446eb0572e07f805a79b06f967d5e51ce7f", "[::1]"},
+    {"GET", "http://[::1]:443/x", "", "us-east-1", "es", NULL, "http://[::1]:443/x",
+     "GET\n/x\n\nhost:[::1]:443\nx-amz-content-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+     "x-amz-date:20150830T123600Z\n\nhost;x-amz-content-sha256;x-amz-date\ne3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+     "a30a091c6979eaea46f407663c44ae4f7895c5d2cac39464c86b8ec48a678246", "[::1]:443"},
 };
 
 static void sign(const case_t *c, esbulk__sigv4_t *s)
@@ -79,8 +115,12 @@ START_TEST(test_as_botocore_signs)
     ck_assert_str_eq(s.url, c->wire_url);
     ck_assert_str_eq(s.canonical, c->canonical);
     ck_assert_ptr_nonnull(s.lines[n]);
-    snprintf(want, sizeof(want), "Host: %s", strstr(c->url, "://") + 3);
-    *strpbrk(want + 6, "/?") = '\0';
+    if (c->host != NULL) {
+        snprintf(want, sizeof(want), "Host: %s", c->host);
+    } else {
+        snprintf(want, sizeof(want), "Host: %s", strstr(c->url, "://") + 3);
+        *strpbrk(want + 6, "/?") = '\0';
+    }
     ck_assert_str_eq(s.lines[n++], want);
     ck_assert_str_eq(s.lines[n++], "X-Amz-Date: 20150830T123600Z");
     ck_assert_ptr_nonnull(strstr(c->canonical, s.lines[n] + strlen("X-Amz-Content-Sha256: ")));
