@@ -693,6 +693,35 @@ static esm_table_t *truncated_table(follow_t *F, const char *s, size_t n, const 
     return NULL;
 }
 
+/* The followed table an INSERT, REPLACE, UPDATE, DELETE or LOAD statement
+ * names (rules.c), or NULL. */
+static esm_table_t *statement_dml_table(follow_t *F, const char *s, size_t n, const char *evdb,
+                                        size_t evdb_len)
+{
+    if (!esm_stmt_is_dml(s, n))
+        return NULL;
+    for (int t = 0; t < F->job->ntables; t++) {
+        esm_table_t *tb = &F->job->tables[t];
+        if (esm_stmt_names(s, n, evdb, evdb_len, tb->db, tb->name))
+            return tb;
+    }
+    return NULL;
+}
+
+/* The followed table whose rows a DDL statement removes or replaces with
+ * no row events (rules.c: DROP TABLE or DATABASE, RENAME TABLE, CREATE OR
+ * REPLACE TABLE, DROP/TRUNCATE/EXCHANGE PARTITION), or NULL. */
+static esm_table_t *statement_ddl_table(follow_t *F, const char *s, size_t n, const char *evdb,
+                                        size_t evdb_len)
+{
+    for (int t = 0; t < F->job->ntables; t++) {
+        esm_table_t *tb = &F->job->tables[t];
+        if (esm_stmt_removes_rows(s, n, evdb, evdb_len, tb->db, tb->name))
+            return tb;
+    }
+    return NULL;
+}
+
 static int on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
 {
     struct st_mariadb_rpl_table_map_event *tm = &ev->event.table_map;
@@ -718,8 +747,10 @@ static int on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
             m->table = t;
     }
     if (m->table && decode_meta(tm, &m->cm)) {
-        esm_log("%s: a table map with bad metadata", m->table->fullname);
-        m->table = NULL;
+        /* its rows cannot be read: stop, rather than pass them by */
+        esm_log("%s: a table map with bad metadata at %s:%" PRIu64 ": its rows cannot be read",
+                m->table->fullname, F->file, (uint64_t)ev->next_event_pos);
+        return -1;
     }
     if (m->table && check_layout(F, m->table, &m->cm, ev->next_event_pos))
         return -1;
@@ -781,10 +812,13 @@ int esm_binlog_keys_supported(esm_job_t *job)
 {
     for (int i = 0; i < job->ntables; i++)
         for (int k = 0; k < job->tables[i].nkeys; k++)
-            if (!key_kind_supported(job->tables[i].keys[k].kind)) {
+            if (!key_kind_supported(job->tables[i].keys[k].kind) ||
+                !job->tables[i].keys[k].binlog_as_read) {
                 esm_log("%s: key column %s: its type cannot be followed in the binlog (keys "
-                        "of integer, CHAR/VARCHAR/TEXT and BINARY/VARBINARY/BLOB types can); "
-                        "give other id columns, or use --snapshot-only or --poll-column",
+                        "of integer, CHAR/VARCHAR/TEXT in UTF-8 or ASCII and "
+                        "BINARY/VARBINARY/BLOB types can: the binlog holds other types and "
+                        "character sets as bytes that are not the snapshot's text); give "
+                        "other id columns, or use --snapshot-only or --poll-column",
                         job->tables[i].fullname, job->tables[i].keys[k].name);
                 return -1;
             }
@@ -960,6 +994,38 @@ int esm_binlog_follow(esm_job_t *job)
                         "delete the index (or its documents of this table) and run with "
                         "--resnapshot",
                         tt->fullname, F.file, (uint64_t)ev->next_event_pos);
+                mariadb_free_rpl_event(ev);
+                goto out;
+            }
+            /* a change logged as a statement (binlog_format MIXED or
+             * STATEMENT, for the server or the session that made it): the
+             * binlog has no rows for it, so the documents of the rows it
+             * changed would silently stay as they were. Stop before it, as
+             * for TRUNCATE. */
+            if ((tt = statement_dml_table(&F, s, n, ev->event.query.database.str,
+                                          ev->event.query.database.length)) != NULL) {
+                esm_log("%s: a change logged as a statement at %s:%" PRIu64 " in the binlog "
+                        "(binlog_format is not ROW for it): the binlog has no rows for it, so "
+                        "the documents of the rows it changed cannot be found; set "
+                        "binlog_format=ROW on the server, delete the index (or its documents "
+                        "of this table) and run with --resnapshot",
+                        tt->fullname, F.file, (uint64_t)ev->next_event_pos);
+                mariadb_free_rpl_event(ev);
+                goto out;
+            }
+            if ((tt = statement_ddl_table(&F, s, n, ev->event.query.database.str,
+                                          ev->event.query.database.length)) != NULL) {
+                char head[81]; /* the statement's start, on one line */
+                size_t k;
+                for (k = 0; k < n && k + 1 < sizeof(head); k++)
+                    head[k] = (unsigned char)s[k] < ' ' ? ' ' : s[k];
+                head[k] = '\0';
+                esm_log("%s: \"%s%s\" at %s:%" PRIu64 " in the binlog removes or replaces the "
+                        "table's rows with no row events, so the documents of its rows cannot "
+                        "be deleted one by one; delete the index (or its documents of this "
+                        "table) and run with --resnapshot",
+                        tt->fullname, head, k < n ? "..." : "", F.file,
+                        (uint64_t)ev->next_event_pos);
                 mariadb_free_rpl_event(ev);
                 goto out;
             }

@@ -325,21 +325,6 @@ void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const ch
     json_decref(o);
 }
 
-/* 1 when the cluster refused the document itself (a 4xx item error: a
- * mapping conflict, a bad value), which no retry changes: dead-lettered
- * (--on-error skip). Else the cluster was not able to take it. */
-static int refused_document(const esbulk_result_t *r)
-{
-    int32_t status = esbulk_result_status(r);
-    esbulk_err_t err = esbulk_result_err(r);
-    if (esbulk_result_outcome(r) == ESBULK_OUTCOME_POSSIBLY)
-        return 0;
-    if (err == ESBULK_ERR_ITEM)
-        return status >= 400 && status < 500 && status != 429 && status != 408;
-    return err == ESBULK_ERR_INVALID_JSON || err == ESBULK_ERR_DOC_TOO_LARGE ||
-           err == ESBULK_ERR_NOT_ROUTABLE || err == ESBULK_ERR_ROUTING_CONFLICT;
-}
-
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
 {
     (void)eb;
@@ -357,17 +342,19 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
         u->remaining--;
         return;
     }
-    if (oc == ESBULK_OUTCOME_INDEXED) {
+    esm_result_class_t rc =
+        esm_result_class(oc, esbulk_result_err(r), status, esbulk_result_error_type(r));
+    if (rc == ESM_RESULT_DONE) {
         job->docs_indexed++;
-    } else if (oc == ESBULK_OUTCOME_FAILED && (status == 409 || status == 404)) {
-        /* 409: the index already holds a newer version of the row (a
-         * replay); 404: a delete of a document that is not there. */
+    } else if (rc == ESM_RESULT_SUPERSEDED) {
+        /* the index already holds a newer version of the row (a replay) */
         job->docs_conflict++;
-    } else if (!refused_document(r)) {
+    } else if (rc == ESM_RESULT_UNAVAILABLE) {
         /* the cluster did not take it (unreachable, overloaded, timed out,
-         * or it may have been indexed): not the row's fault, so it is not
-         * skipped: the job stops with no checkpoint past it, and the next
-         * run sends it again (the same external version) */
+         * it may have been indexed, or its index is missing, closed or
+         * blocked): not the row's fault, so it is not skipped: the job
+         * stops with no checkpoint past it, and the next run sends it again
+         * (the same external version) */
         job->docs_failed++;
         job->unavailable++;
         if (job->unavailable == 1)
@@ -750,10 +737,52 @@ static MYSQL_RES *query_res(esm_job_t *job, const char *sql)
     return res;
 }
 
+/* 0 when the server logs changes as rows (binlog_format=ROW); else -1,
+ * said: a change logged as a statement has no rows in the binlog, and the
+ * job, which follows rows, would miss it without a word. The binlog shows
+ * a session's own format too (esm_binlog_follow stops at such a change). */
+static int binlog_format_row(esm_job_t *job)
+{
+    MYSQL_RES *res = query_res(job, "SELECT @@GLOBAL.binlog_format");
+    if (!res)
+        return -1;
+    MYSQL_ROW row = mysql_fetch_row(res);
+    int ok = row && row[0] && !strcasecmp(row[0], "ROW");
+    if (!ok)
+        esm_log("the server logs changes as statements (binlog_format=%s), whose rows are not "
+                "in the binary log: this job would miss them; set binlog_format=ROW (in the "
+                "server's configuration, and SET GLOBAL binlog_format=ROW), or use "
+                "--snapshot-only or --poll-column",
+                row && row[0] ? row[0] : "unknown");
+    mysql_free_result(res);
+    return ok ? 0 : -1;
+}
+
 typedef struct {
-    char *name, *data_type, *column_type;
+    char *name, *data_type, *column_type, *charset; /* charset NULL: not text */
     int ordinal, nullable, is_signed;
 } colinfo_t;
+
+/* 1 when a key column's value in the binlog's row images is the text the
+ * snapshot reads, so that a change found there gives the snapshot's _id:
+ * integers and binary strings, and text of CHAR, VARCHAR and TEXT types in
+ * UTF-8 or ASCII. Not text in another character set (latin1's "\xe9" is
+ * the snapshot's UTF-8 "\xc3\xa9"), nor types that are text only when
+ * read (MariaDB's UUID and INET6 are raw bytes in the binlog). */
+static int binlog_key_as_read(esm_kind_t kind, const colinfo_t *c)
+{
+    static const char *const texts[] = {"char", "varchar", "tinytext", "text", "mediumtext",
+                                        "longtext", NULL};
+    if (kind == ESM_K_INT || kind == ESM_K_BINARY)
+        return 1;
+    if (kind != ESM_K_TEXT || !c->charset)
+        return 0;
+    int text = 0;
+    for (int i = 0; texts[i]; i++)
+        text |= !strcmp(c->data_type, texts[i]);
+    return text && (!strcasecmp(c->charset, "utf8mb4") || !strcasecmp(c->charset, "utf8mb3") ||
+                    !strcasecmp(c->charset, "utf8") || !strcasecmp(c->charset, "ascii"));
+}
 
 static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
 {
@@ -821,8 +850,8 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
     res = NULL;
 
     q.len = 0;
-    esm_buf_adds(&q, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, ORDINAL_POSITION, IS_NULLABLE "
-                     "FROM information_schema.COLUMNS");
+    esm_buf_adds(&q, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, ORDINAL_POSITION, IS_NULLABLE, "
+                     "CHARACTER_SET_NAME FROM information_schema.COLUMNS");
     esm_buf_adds(&q, where.p);
     esm_buf_adds(&q, " ORDER BY ORDINAL_POSITION");
     if (!(res = query_res(job, q.p))) {
@@ -838,6 +867,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         ci[i].ordinal = atoi(row[3]) - 1;
         ci[i].nullable = !strcmp(row[4], "YES");
         ci[i].is_signed = !strstr(row[2], "unsigned");
+        ci[i].charset = row[5] ? strdup(row[5]) : NULL;
     }
     mysql_free_result(res);
     res = NULL;
@@ -947,6 +977,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         t->keys[i].kind = kind_of(c->data_type, c->column_type, 0);
         t->keys[i].ordinal = c->ordinal;
         t->keys[i].is_signed = c->is_signed;
+        t->keys[i].binlog_as_read = binlog_key_as_read(t->keys[i].kind, c);
         if (t->keys[i].kind == ESM_K_JSON || t->keys[i].kind == ESM_K_SET) {
             esm_log("table %s: key column %s has a type that cannot be a key here",
                     t->fullname, pk[i]);
@@ -996,6 +1027,7 @@ out:
         free(ci[i].name);
         free(ci[i].data_type);
         free(ci[i].column_type);
+        free(ci[i].charset);
     }
     free(ci);
     for (int i = 0; i < npk; i++)
@@ -1859,9 +1891,10 @@ int main(int argc, char **argv)
         job->opts = esbulk_docopts_new();
     }
 
-    /* a key the binlog cannot be followed on: said before the snapshot,
-     * not after it */
-    if (!job->snapshot_only && !job->poll_column && esm_binlog_keys_supported(job))
+    /* a key the binlog cannot be followed on, or a server that logs
+     * changes as statements: said before the snapshot, not after it */
+    if (!job->snapshot_only && !job->poll_column &&
+        (esm_binlog_keys_supported(job) || binlog_format_row(job)))
         goto out;
     /* a position to follow from must still be on the server */
     if (!job->snapshot_only && !job->poll_column) {

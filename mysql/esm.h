@@ -10,6 +10,7 @@
 #ifndef ESM_H
 #define ESM_H
 
+#include <esbulk.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,38 @@ int esm_utf8_valid(const char *s, size_t len);
  * "YYYY-MM-DD HH:MM:SS[.ffffff]"): microseconds since 1970-01-01 (0 for
  * NULL, a zero date, or a time before 1970). */
 int64_t esm_poll_version(const char *v, size_t len);
+
+/* rules.c: what a document's result means for its row. */
+typedef enum {
+    ESM_RESULT_DONE,        /* indexed (or deleted, or not there to delete) */
+    ESM_RESULT_SUPERSEDED,  /* 409: the index holds a newer version of the row */
+    ESM_RESULT_REFUSED,     /* the cluster refuses the document itself (mapping,
+                               too large...): dead-lettered, or the job stops */
+    ESM_RESULT_UNAVAILABLE  /* the cluster did not take it (unreachable, overloaded,
+                               possibly indexed, its index missing, closed or
+                               blocked): the job stops, and the next run sends it */
+} esm_result_class_t;
+esm_result_class_t esm_result_class(esbulk_outcome_t outcome, esbulk_err_t err, int32_t status,
+                                    const char *error_type);
+/* rules.c: 1 when statement s[0..n) of the binary log (a QUERY event) is an
+ * INSERT, REPLACE, UPDATE, DELETE or LOAD: a change logged as a statement,
+ * whose rows are not in the binlog (binlog_format is not ROW for it). */
+int esm_stmt_is_dml(const char *s, size_t n);
+/* rules.c: 1 when statement s[0..n) names table db.name: as db.name (either
+ * part in backquotes or not), or as name alone when the event's default
+ * database evdb[0..evdb_len) is db; names are compared without regard to
+ * case, and words in strings and comments are not names. */
+int esm_stmt_names(const char *s, size_t n, const char *evdb, size_t evdb_len, const char *db,
+                   const char *name);
+
+/* rules.c: 1 when statement s[0..n) (a QUERY event of the binary log,
+ * whose default database is evdb[0..evdb_len)) removes or replaces rows of
+ * table db.name with no row events: DROP TABLE or DROP DATABASE of it,
+ * RENAME TABLE from or to its name, CREATE OR REPLACE TABLE of it, ALTER
+ * TABLE of it with DROP, TRUNCATE or EXCHANGE PARTITION. (TRUNCATE TABLE is
+ * binlog.c's own.) Names are found as esm_stmt_names finds them. */
+int esm_stmt_removes_rows(const char *s, size_t n, const char *evdb, size_t evdb_len,
+                          const char *db, const char *name);
 
 /* The configuration file. */
 typedef struct {

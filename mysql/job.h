@@ -30,6 +30,7 @@ typedef struct {
     char *sqltype;       /* COLUMN_TYPE, e.g. "decimal(10,2)" (--create-index) */
     int ordinal;         /* 0-based position in the table (binlog row images) */
     int is_signed;
+    int binlog_as_read;  /* keys: the binlog holds the value as the snapshot reads it */
 } esm_col_t;
 
 struct esm_table_s;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Mutation checks: applies small mutations of lib/, one at a time, to a copy
+"""Mutation checks: applies small mutations of lib/ (and of the tools' pure
+code: examples/, mysql/), one at a time, to a copy
 of the sources, builds the library and the fast unit tests (tests/check_*.c,
 and the fuzz harnesses replayed over their committed inputs, as
 tests/fuzz_replay.test does, and for lib/sha256.c tests/sha256_arm64.test)
@@ -595,6 +596,44 @@ MUTANTS = [
      """    } else if (e->api_key != NULL && e->bearer != NULL) {""",
      """    } else if (0) {""",
      "ESBULK_API_KEY taken when ESBULK_BEARER is set too"),
+    ("mysql-404-superseded", "mysql/rules.c",
+     """        if (status == 409)
+            return ESM_RESULT_SUPERSEDED;""",
+     """        if (status == 409 || status == 404)
+            return ESM_RESULT_SUPERSEDED;""",
+     "esbulk-mysql counts a missing index's 404 as a replay, and moves its checkpoint past the rows"),
+    ("mysql-missing-index-refused", "mysql/rules.c",
+     """        if (error_type != NULL && (strcmp(error_type, "index_not_found_exception") == 0 ||""",
+     """        if (error_type != NULL && (0 ||""",
+     "esbulk-mysql dead-letters every document of a missing index as refused"),
+    ("mysql-statement-dml-unseen", "mysql/rules.c",
+     """            return 1;
+    return 0;
+}
+
+static int same(""",
+     """            return 0;
+    return 0;
+}
+
+static int same(""",
+     "esbulk-mysql passes by a change logged as a statement"),
+    ("mysql-statement-string-a-name", "mysql/rules.c",
+     """        if (c == '\\'' || c == '"') {""",
+     """        if (0) {""",
+     "esbulk-mysql takes a word in a statement's string for a table's name"),
+    ("mysql-statement-any-db", "mysql/rules.c",
+     """                      : db_is_default && same(cur, cur_len, name))""",
+     """                      : same(cur, cur_len, name))""",
+     "esbulk-mysql takes a bare name for a followed table whatever the statement's database"),
+    ("mysql-drop-table-unseen", "mysql/rules.c",
+     """        return word_is(w, "TABLE") && esm_stmt_names(s, n, evdb, evdb_len, db, name);""",
+     """        return 0;""",
+     "esbulk-mysql follows on past a DROP TABLE of a followed table, its documents left behind"),
+    ("mysql-drop-partition-unseen", "mysql/rules.c",
+     """                (word_is(prev, "DROP") || word_is(prev, "TRUNCATE") || word_is(prev, "EXCHANGE")))""",
+     """                (word_is(prev, "TRUNCATE") || word_is(prev, "EXCHANGE")))""",
+     "esbulk-mysql follows on past ALTER TABLE ... DROP PARTITION, the partition's documents left behind"),
     ("arm-sha256-h2-new-abcd", "lib/sha256.c",
      """            efgh = vsha256h2q_u32(efgh, prev, m);""",
      """            efgh = vsha256h2q_u32(efgh, abcd, m);""",
@@ -612,7 +651,7 @@ MUTANTS = [
 FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
          "check_engine", "check_core", "check_misuse", "check_pull", "check_docmem",
-         "check_sha256", "check_sigv4", "check_awscreds"]
+         "check_sha256", "check_sigv4", "check_awscreds", "check_mysql_map"]
 
 
 def run(cmd, **kw):
@@ -641,7 +680,7 @@ def main():
                 continue
             t0 = time.time()
             tree = os.path.join(work, name)
-            for d in ("lib", "include", "tests", "examples"):
+            for d in ("lib", "include", "tests", "examples", "mysql"):
                 shutil.copytree(os.path.join(src, d), os.path.join(tree, d),
                                 ignore=shutil.ignore_patterns("cluster", "python-*", "*.o", "*.sock"))
             target = os.path.join(tree, path)

@@ -1,9 +1,12 @@
 /* esbulk-mysql's type mapping (mysql/rowjson.c), pure code: each kind of
  * column value as the text protocol gives it, to its JSON; zero dates,
  * SET, BIT, base64, JSON strings with escapes, and invalid UTF-8 reported
- * as a reason. The module is compiled in here (it has no dependency), so
- * the sanitizer and valgrind runs take this test as they are. */
+ * as a reason. And its rules (mysql/rules.c): what a result means for a
+ * row, and which binlog statements change a followed table's rows without
+ * row events. The modules are compiled in here (they have no dependency),
+ * so the sanitizer and valgrind runs take this test as they are. */
 #include "mysql/rowjson.c"
+#include "mysql/rules.c"
 
 #include <check.h>
 
@@ -115,6 +118,118 @@ START_TEST(test_text_and_utf8)
 }
 END_TEST
 
+START_TEST(test_result_class)
+{
+    /* indexed, and a delete of what is not there (indexed by the library) */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_INDEXED, ESBULK_OK, 404, NULL),
+                     ESM_RESULT_DONE);
+    /* a replay: the index has a newer version */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 409,
+                                      "version_conflict_engine_exception"),
+                     ESM_RESULT_SUPERSEDED);
+    /* no such index (auto-creation off): not a replay, not the row's fault */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 404,
+                                      "index_not_found_exception"),
+                     ESM_RESULT_UNAVAILABLE);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 400,
+                                      "index_closed_exception"),
+                     ESM_RESULT_UNAVAILABLE);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 403,
+                                      "cluster_block_exception"),
+                     ESM_RESULT_UNAVAILABLE);
+    /* the document itself */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 400,
+                                      "mapper_parsing_exception"),
+                     ESM_RESULT_REFUSED);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_DOC_TOO_LARGE, 0, NULL),
+                     ESM_RESULT_REFUSED);
+    /* the cluster's load or reach */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 429,
+                                      "es_rejected_execution_exception"),
+                     ESM_RESULT_UNAVAILABLE);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 503, NULL),
+                     ESM_RESULT_UNAVAILABLE);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0, NULL),
+                     ESM_RESULT_UNAVAILABLE);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, 409, NULL),
+                     ESM_RESULT_UNAVAILABLE);
+}
+END_TEST
+
+#define DML(s) esm_stmt_is_dml(s, sizeof(s) - 1)
+#define NAMES(s, evdb) esm_stmt_names(s, sizeof(s) - 1, evdb, strlen(evdb), "shop", "orders")
+
+START_TEST(test_statement_dml)
+{
+    ck_assert_int_eq(DML("UPDATE orders SET v=2 WHERE id=1"), 1);
+    ck_assert_int_eq(DML("  /* app */ insert into orders values (1)"), 1);
+    ck_assert_int_eq(DML("# c\nDELETE FROM orders"), 1);
+    ck_assert_int_eq(DML("REPLACE INTO orders VALUES (1)"), 1);
+    ck_assert_int_eq(DML("LOAD DATA INFILE 'x' INTO TABLE orders"), 1);
+    ck_assert_int_eq(DML("BEGIN"), 0);
+    ck_assert_int_eq(DML("COMMIT"), 0);
+    ck_assert_int_eq(DML("ALTER TABLE orders ADD c INT"), 0);
+    ck_assert_int_eq(DML("TRUNCATE orders"), 0);
+    ck_assert_int_eq(DML("UPDATEX orders"), 0);
+    ck_assert_int_eq(DML(""), 0);
+
+    /* the default database's table, bare or qualified, in any case */
+    ck_assert_int_eq(NAMES("UPDATE orders SET v=2", "shop"), 1);
+    ck_assert_int_eq(NAMES("UPDATE `Orders` SET v=2", "shop"), 1);
+    ck_assert_int_eq(NAMES("DELETE FROM shop.orders WHERE id=1", "other"), 1);
+    ck_assert_int_eq(NAMES("DELETE FROM `shop` . `orders` WHERE id=1", "other"), 1);
+    ck_assert_int_eq(NAMES("INSERT INTO log SELECT * FROM orders", "shop"), 1);
+    ck_assert_int_eq(NAMES("UPDATE a JOIN orders o ON a.id=o.id SET o.v=1", "shop"), 1);
+    /* another database's table of that name */
+    ck_assert_int_eq(NAMES("UPDATE orders SET v=2", "other"), 0);
+    ck_assert_int_eq(NAMES("UPDATE other.orders SET v=2", "shop"), 0);
+    /* other tables; the name in a string, a comment, or as a column of another table */
+    ck_assert_int_eq(NAMES("UPDATE orders2 SET v=2", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE t SET v='orders'", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE t SET v=\"it's orders\"", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE t SET v='a\\'orders'", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE t /* orders */ SET v=1 -- orders\n", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE t SET t.orders=1", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE `a``orders` SET v=1", "shop"), 0);
+    /* a string that never ends, an unclosed comment: no crash, no name */
+    ck_assert_int_eq(NAMES("UPDATE t SET v='orders", "shop"), 0);
+    ck_assert_int_eq(NAMES("UPDATE t /* orders", "shop"), 0);
+}
+END_TEST
+
+#define REMOVES(s, evdb) \
+    esm_stmt_removes_rows(s, sizeof(s) - 1, evdb, strlen(evdb), "shop", "orders")
+
+START_TEST(test_statement_removes_rows)
+{
+    ck_assert_int_eq(REMOVES("DROP TABLE `orders` /* generated by server */", "shop"), 1);
+    ck_assert_int_eq(REMOVES("DROP TABLE IF EXISTS a, shop.orders", "x"), 1);
+    ck_assert_int_eq(REMOVES("drop database `shop`", "x"), 1);
+    ck_assert_int_eq(REMOVES("DROP DATABASE IF EXISTS shop", "x"), 1);
+    ck_assert_int_eq(REMOVES("DROP SCHEMA Shop", "x"), 1);
+    ck_assert_int_eq(REMOVES("RENAME TABLE orders TO orders_old, orders_new TO orders", "shop"), 1);
+    ck_assert_int_eq(REMOVES("CREATE OR REPLACE TABLE orders (id INT PRIMARY KEY)", "shop"), 1);
+    ck_assert_int_eq(REMOVES("ALTER TABLE orders DROP PARTITION p2023", "shop"), 1);
+    ck_assert_int_eq(REMOVES("ALTER TABLE shop.orders TRUNCATE PARTITION p1, p2", "x"), 1);
+    ck_assert_int_eq(REMOVES("ALTER TABLE orders EXCHANGE PARTITION p0 WITH TABLE t2", "shop"), 1);
+    ck_assert_int_eq(REMOVES("ALTER TABLE t2 EXCHANGE PARTITION p0 WITH TABLE orders", "shop"), 1);
+    /* rows kept, or another table or database */
+    ck_assert_int_eq(REMOVES("ALTER TABLE orders ADD COLUMN c INT", "shop"), 0);
+    ck_assert_int_eq(REMOVES("ALTER TABLE orders ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))", "shop"), 0);
+    ck_assert_int_eq(REMOVES("ALTER TABLE orders REORGANIZE PARTITION p1 INTO (PARTITION p2)", "shop"), 0);
+    ck_assert_int_eq(REMOVES("ALTER TABLE t DROP PARTITION p1", "shop"), 0);
+    ck_assert_int_eq(REMOVES("DROP TABLE orders", "other"), 0);
+    ck_assert_int_eq(REMOVES("DROP TEMPORARY TABLE orders", "shop"), 0);
+    ck_assert_int_eq(REMOVES("DROP DATABASE shop2", "x"), 0);
+    ck_assert_int_eq(REMOVES("DROP INDEX i ON orders", "shop"), 0);
+    ck_assert_int_eq(REMOVES("CREATE TABLE orders2 LIKE orders", "shop"), 0);
+    ck_assert_int_eq(REMOVES("RENAME TABLE a TO b", "shop"), 0);
+    ck_assert_int_eq(REMOVES("", "shop"), 0);
+    ck_assert_int_eq(REMOVES("DROP", "shop"), 0);
+    ck_assert_int_eq(REMOVES("ALTER TABLE orders DROP", "shop"), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mysql_map");
@@ -124,6 +239,9 @@ int main(void)
     tcase_add_test(tc, test_bit_set_binary_json);
     tcase_add_test(tc, test_text_and_utf8);
     tcase_add_test(tc, test_poll_version);
+    tcase_add_test(tc, test_result_class);
+    tcase_add_test(tc, test_statement_dml);
+    tcase_add_test(tc, test_statement_removes_rows);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

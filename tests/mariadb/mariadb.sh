@@ -2,7 +2,8 @@
 # tests/mariadb/mariadb.sh start|stop|status
 # A MariaDB server for the esbulk-mysql tests, on loopback only: 127.0.0.1
 # port ESBULK_MARIADB_PORT (13306), its own data directory under
-# ESBULK_MARIADB_DIR (tests/mariadb/run), binary log in ROW format with GTIDs.
+# ESBULK_MARIADB_DIR (tests/mariadb/run), binary log in ROW format
+# (ESBULK_MARIADB_BINLOG_FORMAT) with GTIDs.
 # Runs as the current user (as root it passes --user=root: mariadbd refuses
 # to run as root otherwise). The test user is root with no password, over TCP.
 # TLS is offered (not required): a test CA (tls/ca.pem) and a server
@@ -15,6 +16,8 @@ data=$dir/data
 pidfile=$dir/mariadb.pid
 sock=$dir/mariadb.sock
 log=$dir/mariadb.err
+# ROW, as esbulk-mysql requires; another for a test of its refusal
+binlog_format=${ESBULK_MARIADB_BINLOG_FORMAT:-ROW}
 
 find_bin() { # find_bin NAME...: the first on PATH or in /usr/sbin
     for n in "$@"; do
@@ -68,7 +71,7 @@ start)
     # shellcheck disable=SC2086
     "$server" --no-defaults $user_opt --datadir="$data" --bind-address=127.0.0.1 \
         --port="$port" --socket="$sock" --pid-file="$pidfile" --log-error="$log" \
-        --skip-name-resolve --log-bin=mysql-bin --binlog-format=ROW \
+        --skip-name-resolve --log-bin=mysql-bin --binlog-format="$binlog_format" \
         --binlog-row-image=FULL --server-id=1 --gtid-domain-id=0 \
         --gtid-strict-mode=1 --innodb-buffer-pool-size=256M --innodb-log-file-size=256M \
         --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 --max-connections=100 \
