@@ -1348,6 +1348,19 @@ static int run_snapshot(esm_job_t *job)
         if (!job->snapshot_only)
             return -1;
         file = strdup("none.000000");
+    } else if (esm_version_of(file, pos) < job->version_floor) {
+        /* RESET MASTER, or another server: its binlog numbering started
+         * again below the positions whose versions the index's documents
+         * carry, so every document sent now would be refused as older
+         * (409) and counted as superseded: the index would stay as it was */
+        esm_log("the server's binary log position %s:%" PRIu64 " is before the state's (its "
+                "numbering started again: RESET MASTER, or another server): the documents "
+                "in the index carry higher versions and would win over every row read now; "
+                "delete the index and the state file, then run again",
+                file, pos);
+        free(file);
+        free(gtid);
+        return -1;
     }
     /* The binlog is followed from the first snapshot's position: rows below
      * a checkpoint were read then, and their later changes are in the binlog
@@ -1749,6 +1762,18 @@ int main(int argc, char **argv)
         json_object_set_new(job->state, "format", json_integer(1));
     }
     if (job->resnapshot) {
+        /* the documents in the index carry versions up to the state's
+         * positions: a new snapshot below them would be refused as older */
+        static const char *const kept[] = {"start", "binlog"};
+        for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++) {
+            json_t *b = json_object_get(job->state, kept[k]);
+            const char *f = json_string_value(json_object_get(b, "file"));
+            int64_t v = f ? esm_version_of(f, (uint64_t)json_integer_value(
+                                                  json_object_get(b, "pos")))
+                          : 0;
+            if (v > job->version_floor)
+                job->version_floor = v;
+        }
         json_object_del(job->state, "start");
         json_object_del(job->state, "binlog");
         json_object_del(job->state, "tables");

@@ -131,6 +131,8 @@ typedef struct {
     int fatal;         /* a runtime error: exit 1 */
     /* progress */
     int progress;
+    int64_t version_floor; /* --resnapshot: the highest version the state's binlog
+                              positions gave (0: none) */
     int64_t t0_ns, last_progress_ns;
     int64_t lag_ms;    /* binlog lag: now - timestamp of the last event read */
     uint64_t lag_samples;
