@@ -717,6 +717,12 @@ class Indexer:
         # a callback's exception met while a blocked add waited for room
         self._deferred: Optional[BaseException] = None
         self._lock = threading.RLock()   # one poller at a time
+        # calls into the handle made outside self._lock (adds, stats,
+        # update_auth, len): close() frees the handle only once none is in
+        # one, and refuses new adds from its start
+        self._users = 0
+        self._closing = False
+        self._users_cv = threading.Condition(threading.Lock())
         self._index_cache: Dict[str, bytes] = {}
         self._errstr = ctypes.create_string_buffer(1024)
         settings: List[Tuple[str, str]] = []
@@ -781,7 +787,11 @@ class Indexer:
         c = _make_conf(settings)
         try:
             err = ctypes.create_string_buffer(512)
-            rc = lib.esbulk_auth_update(self._handle(), c, err, len(err))
+            eb = self._enter()
+            try:
+                rc = lib.esbulk_auth_update(eb, c, err, len(err))
+            finally:
+                self._leave()
         finally:
             lib.esbulk_conf_destroy(c)
         if rc == _clib.ERR_NOMEM:
@@ -815,6 +825,21 @@ class Indexer:
         if self._eb is None:
             raise EsbulkError("the Indexer is closed", _clib.ERR_CLOSED)
         return self._eb
+
+    def _enter(self, adding: bool = False) -> int:
+        """The handle, for a call made outside self._lock: close() does not
+        free it until _leave(). An add is refused from close()'s start."""
+        with self._users_cv:
+            if self._eb is None or (adding and self._closing):
+                raise EsbulkError("the Indexer is closed", _clib.ERR_CLOSED)
+            self._users += 1
+            return self._eb
+
+    def _leave(self) -> None:
+        with self._users_cv:
+            self._users -= 1
+            if not self._users:
+                self._users_cv.notify_all()
 
     @staticmethod
     def _make_opts(version: Optional[int], version_type: Optional[str],
@@ -901,7 +926,7 @@ class Indexer:
                                 % ", ".join(given))
             self.add_actions((index,), on_result=on_result, context=context)
             return
-        eb = self._handle()
+        self._handle()
         opc = _clib.OPS.get(op)
         if opc is None:
             raise InvalidDocumentError("op must be index, create, update or delete, not %r"
@@ -918,9 +943,18 @@ class Indexer:
         err = ctypes.create_string_buffer(256)
         try:
             while True:
-                rc = lib.esbulk_add_opts(eb, opc, ib, idb, len(idb) if idb else 0, rb,
-                                         len(rb) if rb else 0, bb, len(bb) if bb else 0, opts,
-                                         tok, err, len(err))
+                try:
+                    eb = self._enter(adding=True)
+                except EsbulkError:
+                    if tok is not None:
+                        self._tokens.pop(tok, None)
+                    raise
+                try:
+                    rc = lib.esbulk_add_opts(eb, opc, ib, idb, len(idb) if idb else 0, rb,
+                                             len(rb) if rb else 0, bb, len(bb) if bb else 0,
+                                             opts, tok, err, len(err))
+                finally:
+                    self._leave()
                 if rc == _clib.ERR_QUEUE_FULL and self._block:
                     self._wait_for_room()
                     continue
@@ -1069,7 +1103,7 @@ class Indexer:
         blocks). ops / indices: one for all, or one per document. The C
         arrays are made by array.array from the lists (C loops): no ctypes
         conversion per element."""
-        eb = self._handle()
+        self._handle()
         n = len(bodies)
         # the C call reads n elements of every array: a shorter one would be
         # read past its end
@@ -1118,10 +1152,24 @@ class Indexer:
         accepted = c_size_t(0)
         while True:
             m = n - start
-            rc = _add_batch_raw(eb, m, _at(a_ops, start), _at(a_idx, start), _at(a_ids, start),
-                                _at(a_idl, start), _at(a_rt, start), _at(a_rtl, start),
-                                _at(a_b, start), _at(a_bl, start), _at(a_opts, start),
-                                _at(a_tok, start), byref(accepted), err, len(err))
+            try:
+                eb = self._enter(adding=True)
+            except EsbulkError:
+                if toks is not None and not isinstance(toks, range):
+                    for t in toks[start:]:
+                        if t is not None:
+                            self._tokens.pop(t, None)
+                self._raise_add(_clib.ERR_CLOSED, "", start)
+                raise
+            try:
+                accepted.value = 0
+                rc = _add_batch_raw(eb, m, _at(a_ops, start), _at(a_idx, start),
+                                    _at(a_ids, start), _at(a_idl, start), _at(a_rt, start),
+                                    _at(a_rtl, start), _at(a_b, start), _at(a_bl, start),
+                                    _at(a_opts, start), _at(a_tok, start), byref(accepted), err,
+                                    len(err))
+            finally:
+                self._leave()
             start += accepted.value
             if rc == _clib.OK:
                 return n  # its callers raise a deferred exception (add_many, add_actions)
@@ -1241,6 +1289,10 @@ class Indexer:
         are served. Returns how many documents the flush left undelivered.
         An exception from a callback is re-raised after every result has been
         served and the handle freed. Closing twice is a no-op."""
+        with self._users_cv:
+            # adds refused from now on; one waiting for room sees it within
+            # a slice (it waits outside the handle: not a user then)
+            self._closing = True
         with self._lock:
             if self._eb is None:
                 return 0
@@ -1272,7 +1324,10 @@ class Indexer:
                     continue
                 if n == 0 and not self._ready:
                     break
-            eb, self._eb = self._eb, None
+            with self._users_cv:  # no call of another thread still in the handle
+                while self._users:
+                    self._users_cv.wait()
+                eb, self._eb = self._eb, None
             _open.discard(self)
             lib.esbulk_destroy(eb)
             if first is not None:
@@ -1281,13 +1336,22 @@ class Indexer:
 
     def __len__(self) -> int:
         """Documents added whose result has not been served yet."""
-        if self._eb is None:
+        try:
+            eb = self._enter()
+        except EsbulkError:
             return len(self._ready)
-        return int(lib.esbulk_pending(self._eb)) + len(self._ready)
+        try:
+            return int(lib.esbulk_pending(eb)) + len(self._ready)
+        finally:
+            self._leave()
 
     def stats(self) -> Dict[str, Any]:
         """libesbulk's statistics (esbulk_stats_json(3)) as a dict."""
-        p = lib.esbulk_stats_json(self._handle())
+        eb = self._enter()
+        try:
+            p = lib.esbulk_stats_json(eb)
+        finally:
+            self._leave()
         if not p:
             raise MemoryError("esbulk_stats_json")
         try:
@@ -1425,6 +1489,12 @@ def parse_action(a: Any) -> Tuple[int, str, Any, Any, Any, Dict[str, Any]]:
     index = g("_index")
     if index is None:
         raise InvalidDocumentError("action without _index: %r" % (a,), _clib.ERR_INVALID_ARG)
+    if g("_parent") is not None:
+        # the server no longer knows parents ("unknown parameter [parent]");
+        # dropped, the child would be routed by its own _id (the helpers'
+        # item is a 400)
+        raise InvalidDocumentError("_parent: the server has no parent-child routing; give the "
+                                   "child the parent's _routing", _clib.ERR_INVALID_ARG)
     routing = g("_routing", g("routing"))
     if opc == 3:
         body = None
@@ -1441,6 +1511,8 @@ def parse_action(a: Any) -> Tuple[int, str, Any, Any, Any, Dict[str, Any]]:
     if v is not None:
         o["version"] = v
         o["version_type"] = g("_version_type", g("version_type"))
+    elif g("_version_type", g("version_type")) is not None:
+        raise InvalidDocumentError("version_type without version", _clib.ERR_INVALID_ARG)
     s = g("_if_seq_no", g("if_seq_no"))
     if s is not None:
         o["if_seq_no"] = s

@@ -76,6 +76,8 @@ def expand_action(data: Any) -> Tuple[Any, Any]:
     as a dict {op: meta}, the document or None for a delete)."""
     if isinstance(data, (str, bytes)):
         return {"index": {}}, data
+    if not isinstance(data, Mapping):  # None too: an action, not a pause
+        raise TypeError("esbulk: an action must be a dict (or a JSON str), not %r" % (data,))
     data = dict(data)
     op_type = data.pop("_op_type", "index")
     meta: Dict[str, Any] = {}
@@ -332,11 +334,15 @@ class _Chunk:
 
 _OPTS = {"if_seq_no", "if_primary_term", "version", "version_type", "pipeline",
          "retry_on_conflict", "require_alias"}
-# Meta keys expand_action takes (as opensearch-py's) that the server no
-# longer knows: it refuses the whole request ("Action/metadata line [1]
-# contains an unknown parameter [parent]"). Dropped, a parent's child went
-# to another shard than the one asked for: such an action is a 400 item.
-_UNKNOWN_META = ("parent", "_percolate", "_timestamp")
+# What an action line may hold (the server's bulk parser). Any other key
+# (a meta key expand_action takes, as opensearch-py's, that the server no
+# longer knows: "parent", "_percolate", "_timestamp"; or what an
+# expand_action_callback put there: "_routing", "_version"...) makes the
+# server refuse the whole request ("Action/metadata line [1] contains an
+# unknown parameter [parent]"). Dropped, a parent's child went to another
+# shard than the one asked for, a routing or a version was lost: such an
+# action is a 400 item.
+_ACTION_LINE_KEYS = frozenset(("_index", "_id", "routing", "op_type", "_source")) | _OPTS
 
 
 def _window(ix: Indexer, chunk_size: int, inflight: int) -> Tuple[int, bool]:
@@ -745,11 +751,24 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                             raise ValueError("action %d: %s" % (first + k, why))
                         r = m.get("routing")
                         routings.append(_utf8(r))
-                        unknown = [u for u in _UNKNOWN_META if u in m]
+                        # what the server does not know on an action line (an
+                        # expand_action_callback's "_routing", "_version"...):
+                        # refused, not dropped (a routing or a version lost)
+                        unknown = [u for u in m if u not in _ACTION_LINE_KEYS]
                         if unknown:
                             pre[k] = (_clib.ERR_INVALID_ARG, "Action/metadata line [1] contains "
                                       "an unknown parameter [%s]" % unknown[0],
                                       "illegal_argument_exception")
+                        ot = m.get("op_type")
+                        if ot is not None and ot != op_types[k]:
+                            if op_types[k] == "index" and ot == "create":
+                                op_types[k] = "create"  # as the server takes it
+                                opcs[k] = _clib.OPS["create"]
+                            else:
+                                pre.setdefault(k, (_clib.ERR_INVALID_ARG, "op_type [%s] does "
+                                                   "not fit the action [%s]"
+                                                   % (ot, op_types[k]),
+                                                   "illegal_argument_exception"))
                         o = {k2: m[k2] for k2 in _OPTS if m.get(k2) is not None and
                              k2 not in _IGNORED_OPTS[op_types[k]]}
                         if o:
@@ -759,8 +778,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                                 optl.append(ix._make_opts(**o))
                             except (_errors.InvalidDocumentError, TypeError, ValueError) as e:
                                 optl.append(None)
-                                pre[k] = (getattr(e, "code", 0) or _clib.ERR_INVALID_ARG,
-                                          getattr(e, "reason", "") or str(e))
+                                pre.setdefault(k, (getattr(e, "code", 0) or
+                                                   _clib.ERR_INVALID_ARG,
+                                                   getattr(e, "reason", "") or str(e)))
                         else:
                             optl.append(None)
                     else:
@@ -848,7 +868,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             yield from ready_heads()
 
     def source() -> Iterator[Any]:
-        """The actions; None when flush_after_seconds passed without one."""
+        """The actions; _FLUSH when flush_after_seconds passed without one."""
         nonlocal reader
         if flush_after is None:
             yield from actions
@@ -862,7 +882,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             except queue.Empty:
                 if not flushed and time.monotonic() - last >= float(flush_after):
                     flushed = True
-                    yield None
+                    yield _FLUSH
                 else:
                     yield _IDLE
                 continue
@@ -902,8 +922,8 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             size = 0
             since_poll = 0
             for a in (actions if flush_after is None else source()):
-                if a is _IDLE or a is None:
-                    if a is None and op_types:  # flush_after_seconds with no new action
+                if a is _IDLE or a is _FLUSH:
+                    if a is _FLUSH and op_types:  # flush_after_seconds with no new action
                         submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
                         op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
                         size, slow = 0, False
@@ -956,8 +976,19 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                 else:
                     t = type(data)
                     body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
-                cur = 32 + len(ri or "") + len(str(id_ or "")) + \
-                    (len(body) + 1 if body is not None else 0)
+                # the action line's and the body's bytes, as opensearch-py's
+                # chunker counts them (max_chunk_bytes)
+                if type(m) is dict and m.keys() - _FAST_META:
+                    cur = len(json.dumps({op_type: m}, ensure_ascii=False, separators=(",", ":"),
+                                         default=str).encode()) + 1
+                else:
+                    cur = len(op_type) + 8
+                    if ri is not None:
+                        cur += 9 + _jlen(ri)
+                    if id_ is not None:
+                        cur += 6 + _jlen(id_) + (ri is not None)
+                if body is not None:
+                    cur += len(body) + 1
                 if op_types and (size + cur > max_chunk_bytes or len(op_types) == chunk_size):
                     submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
                     op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
@@ -1030,7 +1061,16 @@ def _encode_ids(ids: List[Any]) -> Optional[List[Optional[bytes]]]:
         return list(map(_utf8, ids))
 
 
+def _jlen(v: Any) -> int:
+    """The bytes of v in JSON as opensearch-py's serializer writes it."""
+    if type(v) is str and v.isascii() and v.isprintable() and '"' not in v and "\\" not in v:
+        return len(v) + 2
+    return len(json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+
+
 _IDLE = object()  # source(): no action yet, the results may be served
+_FLUSH = object()  # source(): flush_after_seconds passed with no new action (a None
+                   # in the user's actions is an action, refused as opensearch-py does)
 
 
 def __getattr__(name: str) -> Any:

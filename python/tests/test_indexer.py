@@ -196,6 +196,87 @@ def test_close_gives_undelivered_documents_their_result(make_index):
     assert len(got) == 1 and not got[0].ok and got[0].outcome in ("failed", "possibly")
 
 
+@pytest.mark.parametrize("how", ["add_many", "add"])
+def test_close_while_another_thread_adds_never_touches_a_freed_handle(how, monkeypatch):
+    """close() from one thread while another's add waits for room (block=True,
+    a full buffer, a cluster nothing listens on): the add raises "closed" and
+    no call reaches the handle once it is freed (before, the add's next C
+    call read the freed handle: garbage errors, or valgrind's invalid
+    reads). Adds after close() has begun are refused the same way. The add
+    calls are watched: one on a destroyed handle is recorded, not made."""
+    import threading
+    from esbulk import _indexer
+    destroyed, misuse = set(), []
+    real_destroy, real_add, real_batch = (_indexer.lib.esbulk_destroy,
+                                          _indexer.lib.esbulk_add_opts, _indexer._add_batch_raw)
+
+    def destroy(eb):
+        destroyed.add(eb)
+        real_destroy(eb)
+
+    def watched(real):
+        def call(eb, *a):
+            if eb in destroyed:
+                misuse.append(real)
+                return esbulk._clib.ERR_INVALID_ARG
+            return real(eb, *a)
+        return call
+
+    monkeypatch.setattr(_indexer.lib, "esbulk_destroy", destroy)
+    monkeypatch.setattr(_indexer.lib, "esbulk_add_opts", watched(real_add))
+    monkeypatch.setattr(_indexer, "_add_batch_raw", watched(real_batch))
+    ix = esbulk.Indexer("http://127.0.0.1:1", block=True, buffer_max_docs=5, flush_docs=5,
+                        connect_timeout_ms=100, retry_max=1000, retry_backoff_ms=5000,
+                        delivery_timeout_ms=0)
+    errors = []
+
+    def producer():
+        try:
+            if how == "add_many":
+                ix.add_many("i", [{"n": 1}] * 50)
+            else:
+                for i in range(50):
+                    ix.add("i", {"n": i})
+        except Exception as e:  # what the add raised
+            errors.append(e)
+
+    t = threading.Thread(target=producer)
+    t.start()
+    deadline = time.monotonic() + 10
+    while len(ix) < 5 and time.monotonic() < deadline:  # the buffer is full: the add waits
+        time.sleep(0.01)
+    assert len(ix) == 5
+    ix.close(0)
+    t.join(10)
+    assert not t.is_alive()
+    assert destroyed and not misuse, misuse
+    assert len(errors) == 1, errors
+    e = errors[0]
+    assert type(e) is esbulk.EsbulkError and e.code == esbulk._clib.ERR_CLOSED, repr(e)
+    assert "closed" in str(e)
+    if how == "add_many":
+        assert e.accepted == 5  # the five before the buffer was full
+    with pytest.raises(esbulk.EsbulkError, match="closed"):
+        ix.add("i", {"n": 1})
+    assert len(ix) == 0
+
+
+def test_add_actions_refuses_a_parent_and_a_version_type_alone(url, make_index):
+    """Indexer.add_actions took _parent as a meta key and dropped it (the
+    child routed by its own _id), and a _version_type without _version was
+    ignored: both are refused, as the helpers refuse them (400 items) and
+    Indexer.add refuses version_type without version."""
+    index = make_index()
+    with esbulk.Indexer(url) as ix:
+        with pytest.raises(esbulk.InvalidDocumentError, match="_parent"):
+            ix.add_actions([{"_index": index, "_id": "c1", "_parent": "p1", "n": 1}])
+        with pytest.raises(esbulk.InvalidDocumentError, match="version_type without version"):
+            ix.add_actions([{"_index": index, "_id": "c2", "_version_type": "external", "n": 1}])
+        ix.add_actions([{"_index": index, "_id": "c3", "_version": 3,
+                         "_version_type": "external", "n": 1}])
+    assert count(index) == 1
+
+
 def test_library_warnings_go_to_the_esbulk_logger(caplog):
     """A cluster nothing listens on: the library's warnings come out of the
     "esbulk" logger as poll pulls the results, on the polling thread (the
