@@ -239,7 +239,7 @@ static size_t host_len(const char *url, const char *h, const char *end)
     for (d = colon + 1; d < end && port < 65536; d++)
         port = port * 10 + (unsigned long)(*d - '0');
     dflt = strncasecmp(url, "https://", 8) == 0 ? 443 : strncasecmp(url, "http://", 7) == 0 ? 80 : 0;
-    return port == dflt && colon > h ? (size_t)(colon - h) : (size_t)(end - h);
+    return dflt != 0 && port == dflt && colon > h ? (size_t)(colon - h) : (size_t)(end - h);
 }
 
 esbulk_err_t esbulk__sigv4_sign(const esbulk__aws_t *aws, const char *method, const char *url,

@@ -507,7 +507,7 @@ MUTANTS = [
      """        } else if (l > 0) {""",
      "'.' path segments signed as they are (the service drops them)"),
     ("sigv4-default-port-signed", "lib/sigv4.c",
-     """    return port == dflt && colon > h ? (size_t)(colon - h) : (size_t)(end - h);""",
+     """    return dflt != 0 && port == dflt && colon > h ? (size_t)(colon - h) : (size_t)(end - h);""",
      """    return (size_t)(end - h);""",
      "https's :443 (http's :80) signed and sent in the Host line"),
     ("sigv4-host-case-kept", "lib/sigv4.c",

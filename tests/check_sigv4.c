@@ -201,6 +201,15 @@ START_TEST(test_not_a_url)
     ck_assert_str_eq(s.url, "http://h:1");
     ck_assert_int_eq(strncmp(s.canonical, "GET\n/\n\nhost:h:1\n", 16), 0);
     esbulk__sigv4_free(&s);
+    /* a scheme with no default port keeps any port, 0 too (the fuzzer's) */
+    ck_assert_int_eq(esbulk__sigv4_sign(&aws, "GET", "h2tp://h:00/x", payload, WHEN, &s), ESBULK_OK);
+    ck_assert_str_eq(s.lines[0], "Host: h:00");
+    esbulk__sigv4_free(&s);
+    /* a default port with leading zeros is the default port */
+    ck_assert_int_eq(esbulk__sigv4_sign(&aws, "GET", "https://h:0443/x", payload, WHEN, &s),
+                     ESBULK_OK);
+    ck_assert_str_eq(s.lines[0], "Host: h");
+    esbulk__sigv4_free(&s);
 }
 END_TEST
 

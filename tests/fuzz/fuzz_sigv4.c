@@ -1,11 +1,14 @@
 /* libFuzzer harness: AWS SigV4 signing (lib/sigv4.c) of any URL. Checked
  * against properties stated here, not against the signer's own code:
- *  - no header line holds a CR, LF or NUL, and Host is the URL's authority;
+ *  - no header line holds a CR, LF or NUL, and Host is the URL's authority
+ *    in lower case, without the scheme's default port (":443" for https,
+ *    ":80" for http, however many leading zeros);
  *  - the URL sent keeps the scheme, authority and path as they were, and
  *    its query holds only unreserved bytes, '=', '&' and %XX (upper-case
  *    hex), one '=' a pair;
- *  - the query's pairs, percent-decoded (by a decoder written here), are
- *    the input's, in some order;
+ *  - the query's pairs, percent-decoded (by a decoder written here, that
+ *    reads a query as the server does: pairs split at '&' and ';', '+' a
+ *    space), are the input's, in some order;
  *  - the canonical URI is '/'-led, unreserved bytes, '/' and %XX only,
  *    without empty, "." or ".." segments;
  *  - signing the URL sent again gives the same URL, canonical request and
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,8 +41,8 @@ static int hexdig(int c)
          : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
 }
 
-/* s[0..n) with its valid %XX escapes decoded, as a length-prefixed string
- * into out (returns its length). */
+/* s[0..n) with its valid %XX escapes decoded and '+' a space, as a
+ * length-prefixed string into out (returns its length). */
 static size_t decode(const char *s, size_t n, char *out)
 {
     size_t i, k = 0;
@@ -48,7 +52,7 @@ static size_t decode(const char *s, size_t n, char *out)
             out[k++] = (char)(hexdig(s[i + 1]) * 16 + hexdig(s[i + 2]));
             i += 2;
         } else {
-            out[k++] = s[i];
+            out[k++] = s[i] == '+' ? ' ' : s[i];
         }
     }
     return k;
@@ -82,7 +86,7 @@ static size_t pairs(const char *q, size_t n, item_t **items, char **buf)
     while (i < n) {
         size_t e = i, eq;
 
-        while (e < n && q[e] != '&')
+        while (e < n && q[e] != '&' && q[e] != ';')
             e++;
         if (e > i) {
             for (eq = i; eq < e && q[eq] != '='; eq++)
@@ -151,9 +155,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (p != NULL)
         auth = p + 1;
     hostlen = (size_t)(auth_end - auth);
+    {
+        /* the default port off: ":" then digits whose value is 443 (https)
+         * or 80 (http), something before them */
+        const char *d = auth_end;
+        unsigned long port = 0;
+        int https = strncasecmp(url, "https://", 8) == 0, http = strncasecmp(url, "http://", 7) == 0;
+
+        while (d > auth && d[-1] >= '0' && d[-1] <= '9')
+            d--;
+        if (d < auth_end && d - 1 > auth && d[-1] == ':') {
+            const char *q;
+
+            for (q = d; q < auth_end && port < 100000; q++)
+                port = port * 10 + (unsigned long)(*q - '0');
+            if ((https && port == 443) || (http && port == 80))
+                hostlen = (size_t)(d - 1 - auth);
+        }
+    }
     if (strncmp(s.lines[0], "Host: ", 6) != 0 || strlen(s.lines[0]) != 6 + hostlen ||
-        memcmp(s.lines[0] + 6, auth, hostlen) != 0)
+        strncasecmp(s.lines[0] + 6, auth, hostlen) != 0)
         FAIL("Host line \"%s\"", s.lines[0]);
+    for (i = 6; s.lines[0][i] != '\0'; i++)
+        if (s.lines[0][i] >= 'A' && s.lines[0][i] <= 'Z')
+            FAIL("an upper-case letter in the Host line \"%s\"", s.lines[0]);
 
     /* the URL sent: the same up to the path's end, then a strict query */
     path_end = auth_end + strcspn(auth_end, "?#");
