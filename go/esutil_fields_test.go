@@ -305,3 +305,89 @@ func TestConfigHeader(t *testing.T) {
 		t.Errorf("requests with the headers: %d bulk, %d metadata; without: %d", bulks, metas, without)
 	}
 }
+
+// RequireAlias in the config (or an item's) does not stop deletes: esutil
+// sends it as the request's ?require_alias, which the server applies to
+// index, create and update only. Add refused every delete of such an
+// indexer ("document options do not fit a delete").
+func TestConfigRequireAliasLetsDeletesThrough(t *testing.T) {
+	index := uniqueIndex("go-esbulk-reqalias-del")
+	alias := index + "-alias"
+	freshIndex(t, index, "")
+	defer call(t, "DELETE", "/"+index, "")
+	if st, b := call(t, "PUT", "/"+index+"/_alias/"+alias, ""); st != 200 {
+		t.Fatalf("alias: %d %s", st, b)
+	}
+	for _, id := range []string{"1", "2"} {
+		if st, b := call(t, "PUT", "/"+index+"/_doc/"+id+"?refresh=true", `{"a":1}`); st != 201 {
+			t.Fatalf("PUT doc %s: %d %s", id, st, b)
+		}
+	}
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
+		Addresses: []string{clusterURL()}, RequireAlias: true,
+		Config: map[string]string{"retry.max": "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := newTally(2)
+	for k, id := range []string{"1", "2"} {
+		k := k
+		err := bi.Add(context.Background(), esbulk.BulkIndexerItem{
+			Action: "delete", Index: alias, DocumentID: id, RequireAlias: k == 1,
+			OnSuccess: func(context.Context, esbulk.BulkIndexerItem, esbulk.BulkIndexerResponseItem) {
+				ty.onSuccess(k)
+			},
+			OnFailure: func(_ context.Context, _ esbulk.BulkIndexerItem, r esbulk.BulkIndexerResponseItem, err error) {
+				ty.onFailure(k, r, err)
+			},
+		})
+		if err != nil {
+			t.Fatalf("delete %s with RequireAlias: Add: %v", id, err)
+		}
+	}
+	if err := closeWithin(t, bi, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ty.exactlyOnce(t, nil)
+	if len(ty.failures) != 0 {
+		t.Errorf("deletes failed: %+v", ty.failures)
+	}
+	for _, id := range []string{"1", "2"} {
+		if st, b := call(t, "GET", "/"+index+"/_doc/"+id, ""); st != 404 {
+			t.Errorf("GET doc %s after its delete: %d %s, want 404", id, st, b)
+		}
+	}
+}
+
+// A Close while another is under way waits for it only as long as its own
+// ctx allows (esutil's Close returns ctx.Err()); it waited for the first
+// whatever its deadline.
+func TestSecondCloseKeepsItsOwnDeadline(t *testing.T) {
+	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
+		Addresses: []string{"http://127.0.0.1:1"}, Index: "nowhere",
+		Config: map[string]string{"connect.timeout.ms": "100", "retry.max": "1000",
+			"delivery.timeout.ms": "0", "topology.discovery": "false"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bi.Add(context.Background(), esbulk.BulkIndexerItem{Action: "index",
+		Body: strings.NewReader(`{"a":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- closeWithin(t, bi, 3*time.Second) }()
+	time.Sleep(200 * time.Millisecond) // the first Close is flushing, against nothing
+	t0 := time.Now()
+	err = closeWithin(t, bi, 100*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second Close: %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("second Close took %v with a 100 ms deadline", d)
+	}
+	if err := <-first; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("first Close: %v, want context.DeadlineExceeded", err)
+	}
+}

@@ -152,7 +152,6 @@ type indexer struct {
 
 	cmds     chan command
 	finished chan struct{} // closed when the result goroutine has ended
-	closeErr error         // the result of the first Close (after finished)
 
 	numAdded, numFlushed, numFailed                atomic.Uint64
 	numIndexed, numCreated, numUpdated, numDeleted atomic.Uint64
@@ -560,6 +559,9 @@ func (b *indexer) refresh(last [3]string, every time.Duration, field string,
 				last = creds
 			}
 		}
+		if errors.Is(err, ErrClosed) {
+			return // Close ran while the credentials were read: nothing to say
+		}
 		if err != nil && b.cfg.OnError != nil {
 			b.cfg.OnError(context.Background(), &Error{Code: ErrCodeAuth,
 				Reason: "BulkIndexerConfig." + field + ": " + err.Error() + " (the credentials in use stay)"})
@@ -665,7 +667,11 @@ func (b *indexer) Add(ctx context.Context, item BulkIndexerItem) error {
 		flags |= C.ESBGO_SEQ_NO
 		seqNo, primTerm = C.int64_t(*item.IfSeqNo), C.int64_t(*item.IfPrimaryTerm)
 	}
-	if item.RequireAlias || b.cfg.RequireAlias {
+	// not on a delete: esutil sends the configuration's as the request's
+	// ?require_alias, which the server applies to index, create and update
+	// only, and the server ignores an item's on a delete line (the library
+	// refuses it there)
+	if (item.RequireAlias || b.cfg.RequireAlias) && op != C.ESBULK_OP_DELETE {
 		flags |= C.ESBGO_REQUIRE_ALIAS
 	}
 	// on other actions ignored, as esutil does (and the server)
@@ -832,8 +838,13 @@ func (b *indexer) Close(ctx context.Context) error {
 			Reason: "Close called from a callback (it would wait for the callback itself)"}
 	}
 	if b.closed.Swap(true) {
-		<-b.finished
-		return nil
+		// another Close is under way: wait for it, as long as ctx allows
+		select {
+		case <-b.finished:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	close(b.closing)
 	// the barrier: every Add attempt under way ends, no later one is

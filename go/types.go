@@ -55,7 +55,8 @@ type BulkIndexer interface {
 	// with a ctx that never ends, every item Add accepted is delivered.
 	// Once Close has begun, Add (also one already waiting for room)
 	// returns ErrClosed: no item is accepted after it. Later calls of
-	// Close return nil.
+	// Close return nil; one made while the first is under way waits for
+	// it as long as its own ctx allows (then ctx.Err()).
 	Close(ctx context.Context) error
 
 	// Stats returns the indexer's counters. Safe from any goroutine, also
@@ -96,7 +97,7 @@ type BulkIndexerItem struct {
 	// version conflict; ignored for the other actions, as in esutil.
 	RetryOnConflict *int
 	// RequireAlias makes the server refuse the item unless Index is an
-	// alias.
+	// alias; not sent for a delete (the server ignores it there).
 	RequireAlias bool
 
 	// OnSuccess is called once the server applied the operation.
@@ -236,7 +237,8 @@ type BulkIndexerConfig struct {
 	Routing string
 	// RequireAlias is the default of the items' RequireAlias: true makes
 	// every item require an alias (an item cannot turn it off; with false
-	// each item's own RequireAlias holds).
+	// each item's own RequireAlias holds). Deletes go through, as with
+	// esutil's ?require_alias.
 	RequireAlias bool
 	// Timeout is the time allowed for each request, from connecting to the
 	// last byte of the answer (request.timeout.ms; the library asks the
