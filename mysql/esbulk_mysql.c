@@ -252,6 +252,14 @@ void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_b
         esm_buf_adds(out, "X'");
         esm_buf_adds(out, v);
         esm_buf_addc(out, '\'');
+    } else if (k == ESM_K_ENUM) {
+        /* its position among the members, as ORDER BY sorts it (a string
+         * would be compared as a string); a value that is no member (the
+         * type changed) compares below all of them */
+        char n[16];
+        snprintf(n, sizeof(n), "%d",
+                 esm_enum_index(t->keys[i].sqltype ? t->keys[i].sqltype : "", v));
+        esm_buf_adds(out, n);
     } else if (numeric_kind(k)) {
         /* digits, sign, point, exponent only: it came from the server */
         for (const char *p = v; *p; p++)
@@ -974,6 +982,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         }
         t->keys[i].name = strdup(c->name);
         t->keys[i].field = strdup(c->name);
+        t->keys[i].sqltype = strdup(c->column_type);
         t->keys[i].kind = kind_of(c->data_type, c->column_type, 0);
         t->keys[i].ordinal = c->ordinal;
         t->keys[i].is_signed = c->is_signed;
@@ -1056,6 +1065,7 @@ static void free_described(esm_table_t *t)
     for (int j = 0; j < t->nkeys; j++) {
         free(t->keys[j].name);
         free(t->keys[j].field);
+        free(t->keys[j].sqltype);
     }
     free(t->cols);
     free(t->keys);

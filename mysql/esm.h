@@ -82,6 +82,13 @@ int esm_stmt_names(const char *s, size_t n, const char *evdb, size_t evdb_len, c
 int esm_stmt_removes_rows(const char *s, size_t n, const char *evdb, size_t evdb_len,
                           const char *db, const char *name);
 
+/* rules.c: the 1-based position of value among the members of an ENUM
+ * column's type as information_schema gives it ("enum('a','b''c')"), 0 if
+ * it is none of them. A keyset page's bound on an ENUM key is written as
+ * that number: ORDER BY sorts an ENUM by it, where a comparison with a
+ * string compares the strings, and the pages would skip rows. */
+int esm_enum_index(const char *column_type, const char *value);
+
 /* The configuration file. */
 typedef struct {
     char *column;  /* in the table */

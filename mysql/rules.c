@@ -242,3 +242,38 @@ int esm_stmt_removes_rows(const char *s, size_t n, const char *evdb, size_t evdb
     }
     return 0;
 }
+
+int esm_enum_index(const char *column_type, const char *value)
+{
+    const char *p = column_type;
+    size_t vlen = strlen(value);
+    int index = 0;
+
+    if (strncasecmp(p, "enum(", 5) != 0)
+        return 0;
+    for (p += 5; *p == '\''; ) {
+        /* one quoted member: '' inside it is one ' */
+        size_t k = 0;
+        int same = 1;
+
+        p++;
+        index++;
+        for (;; p++) {
+            if (*p == '\0')
+                return 0;
+            if (*p == '\'') {
+                if (p[1] != '\'')
+                    break;
+                p++;
+            }
+            same = same && k < vlen && value[k] == *p;
+            k++;
+        }
+        if (same && k == vlen)
+            return index;
+        p++; /* the closing quote */
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}

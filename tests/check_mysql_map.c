@@ -230,6 +230,25 @@ START_TEST(test_statement_removes_rows)
 }
 END_TEST
 
+START_TEST(test_enum_index)
+{
+    ck_assert_int_eq(esm_enum_index("enum('z','a')", "z"), 1);
+    ck_assert_int_eq(esm_enum_index("enum('z','a')", "a"), 2);
+    ck_assert_int_eq(esm_enum_index("enum('z','a')", "b"), 0);
+    ck_assert_int_eq(esm_enum_index("enum('z','a')", ""), 0);
+    ck_assert_int_eq(esm_enum_index("enum('','x')", ""), 1);
+    ck_assert_int_eq(esm_enum_index("enum('it''s','a,b','c')", "it's"), 1);
+    ck_assert_int_eq(esm_enum_index("enum('it''s','a,b','c')", "a,b"), 2);
+    ck_assert_int_eq(esm_enum_index("enum('it''s','a,b','c')", "c"), 3);
+    ck_assert_int_eq(esm_enum_index("enum('ab','a')", "a"), 2);
+    ck_assert_int_eq(esm_enum_index("enum('a','ab')", "ab"), 2);
+    ck_assert_int_eq(esm_enum_index("ENUM('x')", "x"), 1);
+    ck_assert_int_eq(esm_enum_index("set('x')", "x"), 0);
+    ck_assert_int_eq(esm_enum_index("enum('x", "x"), 0); /* cut short */
+    ck_assert_int_eq(esm_enum_index("", "x"), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mysql_map");
@@ -242,6 +261,7 @@ int main(void)
     tcase_add_test(tc, test_result_class);
     tcase_add_test(tc, test_statement_dml);
     tcase_add_test(tc, test_statement_removes_rows);
+    tcase_add_test(tc, test_enum_index);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
