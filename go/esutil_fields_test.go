@@ -91,17 +91,13 @@ func TestConfigTimeout(t *testing.T) {
 	}
 }
 
-// RequireAlias in the config applies to every item: an item whose index is
-// a name that is no alias (and no index) fails, and no index is created;
-// an item that names an alias is indexed.
-func TestConfigRequireAlias(t *testing.T) {
-	index := uniqueIndex("go-esbulk-reqalias")
-	alias := index + "-alias"
-	missing := index + "-missing"
+// aliasedIndex makes a new index (the caller deletes it) with an alias, and
+// an indexer with RequireAlias in its config.
+func aliasedIndex(t *testing.T, prefix string) (index, alias string, bi esbulk.BulkIndexer) {
+	t.Helper()
+	index = uniqueIndex(prefix)
+	alias = index + "-alias"
 	freshIndex(t, index, "")
-	defer call(t, "DELETE", "/"+index, "")
-	call(t, "DELETE", "/"+missing, "")
-	defer call(t, "DELETE", "/"+missing, "")
 	if st, b := call(t, "PUT", "/"+index+"/_alias/"+alias, ""); st != 200 {
 		t.Fatalf("alias: %d %s", st, b)
 	}
@@ -112,6 +108,18 @@ func TestConfigRequireAlias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return index, alias, bi
+}
+
+// RequireAlias in the config applies to every item: an item whose index is
+// a name that is no alias (and no index) fails, and no index is created;
+// an item that names an alias is indexed.
+func TestConfigRequireAlias(t *testing.T) {
+	index, alias, bi := aliasedIndex(t, "go-esbulk-reqalias")
+	defer call(t, "DELETE", "/"+index, "")
+	missing := index + "-missing"
+	call(t, "DELETE", "/"+missing, "")
+	defer call(t, "DELETE", "/"+missing, "")
 	ty := newTally(2)
 	for k, ix := range []string{missing, alias} {
 		addTallied(t, bi, ty, k, ix, "1")
@@ -311,24 +319,12 @@ func TestConfigHeader(t *testing.T) {
 // index, create and update only. Add refused every delete of such an
 // indexer ("document options do not fit a delete").
 func TestConfigRequireAliasLetsDeletesThrough(t *testing.T) {
-	index := uniqueIndex("go-esbulk-reqalias-del")
-	alias := index + "-alias"
-	freshIndex(t, index, "")
+	index, alias, bi := aliasedIndex(t, "go-esbulk-reqalias-del")
 	defer call(t, "DELETE", "/"+index, "")
-	if st, b := call(t, "PUT", "/"+index+"/_alias/"+alias, ""); st != 200 {
-		t.Fatalf("alias: %d %s", st, b)
-	}
 	for _, id := range []string{"1", "2"} {
 		if st, b := call(t, "PUT", "/"+index+"/_doc/"+id+"?refresh=true", `{"a":1}`); st != 201 {
 			t.Fatalf("PUT doc %s: %d %s", id, st, b)
 		}
-	}
-	bi, err := esbulk.NewBulkIndexer(esbulk.BulkIndexerConfig{
-		Addresses: []string{clusterURL()}, RequireAlias: true,
-		Config: map[string]string{"retry.max": "0"},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	ty := newTally(2)
 	for k, id := range []string{"1", "2"} {

@@ -722,6 +722,44 @@ static esm_table_t *statement_ddl_table(follow_t *F, const char *s, size_t n, co
     return NULL;
 }
 
+/* A statement that changes a followed table's rows with no row events:
+ * TRUNCATE, a change logged as a statement (binlog_format MIXED or
+ * STATEMENT, for the server or the session that made it), or DDL that
+ * drops or replaces the table's rows. Their documents would silently stay
+ * as they were: said, and 1; the follower stops before it (nothing after
+ * it is sent or saved: a run after the fix starts here again). */
+static int rows_without_events(follow_t *F, MARIADB_RPL_EVENT *ev)
+{
+    const char *s = ev->event.query.statement.str, *db = ev->event.query.database.str;
+    size_t n = ev->event.query.statement.length, dbn = ev->event.query.database.length, k;
+    const char *note = "", *so = "the documents of its rows cannot be deleted one by one",
+               *pre = "";
+    char what[96];
+    esm_table_t *tt;
+
+    if ((tt = truncated_table(F, s, n, db, dbn)) != NULL) {
+        snprintf(what, sizeof(what), "TRUNCATE");
+    } else if ((tt = statement_dml_table(F, s, n, db, dbn)) != NULL) {
+        snprintf(what, sizeof(what), "a change logged as a statement");
+        note = " (binlog_format is not ROW for it)";
+        so = "the documents of the rows it changed cannot be found";
+        pre = "set binlog_format=ROW on the server, ";
+    } else if ((tt = statement_ddl_table(F, s, n, db, dbn)) != NULL) {
+        /* the statement's start, on one line */
+        what[0] = '"';
+        for (k = 0; k < n && k + 1 < 81; k++)
+            what[k + 1] = (unsigned char)s[k] < ' ' ? ' ' : s[k];
+        snprintf(what + k + 1, sizeof(what) - k - 1, "%s\"", k < n ? "..." : "");
+        note = " (it removes or replaces the table's rows)";
+    } else {
+        return 0;
+    }
+    esm_log("%s: %s at %s:%" PRIu64 " in the binlog%s: the binlog has no rows for it, so %s; "
+            "%sdelete the index (or its documents of this table) and run with --resnapshot",
+            tt->fullname, what, F->file, (uint64_t)ev->next_event_pos, note, so, pre);
+    return 1;
+}
+
 static int on_table_map(follow_t *F, MARIADB_RPL_EVENT *ev)
 {
     struct st_mariadb_rpl_table_map_event *tm = &ev->event.table_map;
@@ -981,51 +1019,9 @@ int esm_binlog_follow(esm_job_t *job)
             /* COMMIT of a non-transactional group, or a DDL statement */
             const char *s = ev->event.query.statement.str;
             size_t n = ev->event.query.statement.length;
-            esm_table_t *tt;
             if (!(n == 5 && !strncasecmp(s, "BEGIN", 5)))
                 boundary = 1;
-            /* TRUNCATE leaves no row events: its rows' documents would stay
-             * in the index, silently. Stop before it (nothing after it is
-             * sent or saved: a run after the fix starts here again). */
-            if ((tt = truncated_table(&F, s, n, ev->event.query.database.str,
-                                      ev->event.query.database.length)) != NULL) {
-                esm_log("%s: TRUNCATE at %s:%" PRIu64 " in the binlog: the binlog has no rows "
-                        "for it, so the documents of its rows cannot be deleted one by one; "
-                        "delete the index (or its documents of this table) and run with "
-                        "--resnapshot",
-                        tt->fullname, F.file, (uint64_t)ev->next_event_pos);
-                mariadb_free_rpl_event(ev);
-                goto out;
-            }
-            /* a change logged as a statement (binlog_format MIXED or
-             * STATEMENT, for the server or the session that made it): the
-             * binlog has no rows for it, so the documents of the rows it
-             * changed would silently stay as they were. Stop before it, as
-             * for TRUNCATE. */
-            if ((tt = statement_dml_table(&F, s, n, ev->event.query.database.str,
-                                          ev->event.query.database.length)) != NULL) {
-                esm_log("%s: a change logged as a statement at %s:%" PRIu64 " in the binlog "
-                        "(binlog_format is not ROW for it): the binlog has no rows for it, so "
-                        "the documents of the rows it changed cannot be found; set "
-                        "binlog_format=ROW on the server, delete the index (or its documents "
-                        "of this table) and run with --resnapshot",
-                        tt->fullname, F.file, (uint64_t)ev->next_event_pos);
-                mariadb_free_rpl_event(ev);
-                goto out;
-            }
-            if ((tt = statement_ddl_table(&F, s, n, ev->event.query.database.str,
-                                          ev->event.query.database.length)) != NULL) {
-                char head[81]; /* the statement's start, on one line */
-                size_t k;
-                for (k = 0; k < n && k + 1 < sizeof(head); k++)
-                    head[k] = (unsigned char)s[k] < ' ' ? ' ' : s[k];
-                head[k] = '\0';
-                esm_log("%s: \"%s%s\" at %s:%" PRIu64 " in the binlog removes or replaces the "
-                        "table's rows with no row events, so the documents of its rows cannot "
-                        "be deleted one by one; delete the index (or its documents of this "
-                        "table) and run with --resnapshot",
-                        tt->fullname, head, k < n ? "..." : "", F.file,
-                        (uint64_t)ev->next_event_pos);
+            if (rows_without_events(&F, ev)) {
                 mariadb_free_rpl_event(ev);
                 goto out;
             }

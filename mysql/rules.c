@@ -83,6 +83,35 @@ int esm_stmt_is_dml(const char *s, size_t n)
     return 0;
 }
 
+/* The name at s[*i] (a bare word, or a name in backquotes, `` inside it
+ * one `) into w, at most size bytes: its whole length (more than size when
+ * it was cut); *i past it. */
+static size_t read_name(const char *s, size_t n, size_t *i, char *w, size_t size)
+{
+    size_t k = 0, j = *i;
+
+    if (j < n && s[j] == '`') {
+        for (j++; j < n; j++) {
+            if (s[j] == '`') {
+                if (j + 1 < n && s[j + 1] == '`')
+                    j++;
+                else
+                    break;
+            }
+            if (k < size)
+                w[k] = s[j];
+            k++;
+        }
+        j++;
+    } else {
+        for (; j < n && ident_char((unsigned char)s[j]); j++, k++)
+            if (k < size)
+                w[k] = s[j];
+    }
+    *i = j;
+    return k;
+}
+
 static int same(const char *a, size_t alen, const char *b)
 {
     return strlen(b) == alen && strncasecmp(a, b, alen) == 0;
@@ -123,30 +152,14 @@ int esm_stmt_names(const char *s, size_t n, const char *evdb, size_t evdb_len, c
             i++;
             continue;
         }
-        if (c == '`') {
-            /* a quoted name (`` inside it is one `) */
-            for (i++; i < n; i++) {
-                if (s[i] == '`') {
-                    if (i + 1 < n && s[i + 1] == '`')
-                        i++;
-                    else
-                        break;
-                }
-                if (cur_len < sizeof(cur))
-                    cur[cur_len++] = s[i];
-            }
-            i++;
-        } else if (ident_char((unsigned char)c)) {
-            for (; i < n && ident_char((unsigned char)s[i]); i++)
-                if (cur_len < sizeof(cur))
-                    cur[cur_len++] = s[i];
-        } else {
+        if (c != '`' && !ident_char((unsigned char)c)) {
             i++;
             prev_len = 0;
             qualified = 0;
             continue;
         }
-        if (cur_len == sizeof(cur)) { /* longer than any name */
+        cur_len = read_name(s, n, &i, cur, sizeof(cur));
+        if (cur_len >= sizeof(cur)) { /* longer than any name */
             prev_len = 0;
             qualified = 0;
             continue;
@@ -166,29 +179,18 @@ int esm_stmt_names(const char *s, size_t n, const char *evdb, size_t evdb_len, c
  * length, or 0 at anything else (then *i is past that one byte). */
 static size_t next_word(const char *s, size_t n, size_t *i, char *w, size_t size)
 {
-    size_t k = 0, j = skip_blank(s, n, *i);
+    size_t k, j = skip_blank(s, n, *i);
+    int quoted = j < n && s[j] == '`';
 
-    if (j < n && s[j] == '`') {
-        for (j++; j < n; j++) {
-            if (s[j] == '`') {
-                if (j + 1 < n && s[j + 1] == '`')
-                    j++;
-                else
-                    break;
-            }
-            if (k + 1 < size)
-                w[k++] = s[j];
-        }
-        *i = j + 1;
-        w[k] = '\0';
-        return k > 0 ? k : 1; /* `` is a (strange) name too */
+    if (!quoted && (j >= n || !ident_char((unsigned char)s[j]))) {
+        *i = j < n ? j + 1 : j;
+        w[0] = '\0';
+        return 0;
     }
-    for (; j < n && ident_char((unsigned char)s[j]); j++)
-        if (k + 1 < size)
-            w[k++] = s[j];
-    w[k] = '\0';
-    *i = k > 0 || j >= n ? j : j + 1;
-    return k;
+    *i = j;
+    k = read_name(s, n, i, w, size - 1);
+    w[k < size - 1 ? k : size - 1] = '\0';
+    return k > 0 ? k : (size_t)quoted; /* `` is a (strange) name too */
 }
 
 static int word_is(const char *w, const char *kw)

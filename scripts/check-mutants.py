@@ -611,12 +611,12 @@ MUTANTS = [
     return 0;
 }
 
-static int same(""",
+/* The name at s[*i]""",
      """            return 0;
     return 0;
 }
 
-static int same(""",
+/* The name at s[*i]""",
      "esbulk-mysql passes by a change logged as a statement"),
     ("mysql-statement-string-a-name", "mysql/rules.c",
      """        if (c == '\\'' || c == '"') {""",
