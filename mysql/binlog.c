@@ -635,64 +635,6 @@ static int check_layout(follow_t *F, esm_table_t *t, const colmeta_t *cm, uint64
     return 0;
 }
 
-/* The followed table a TRUNCATE statement empties, or NULL: the statement
- * as the server logged it (comments and white space first, names with or
- * without backquotes, the event's database for an unqualified name),
- * compared without case (a name the server would take otherwise is a
- * false alarm that stops the job, never a TRUNCATE missed). */
-static esm_table_t *truncated_table(follow_t *F, const char *s, size_t n, const char *evdb,
-                                    size_t evdb_len)
-{
-    char name[512], *dot;
-    size_t i = 0, k = 0;
-
-    for (;;) { /* white space and comments */
-        while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-            i++;
-        if (i + 1 < n && s[i] == '/' && s[i + 1] == '*') {
-            const char *end = memmem(s + i + 2, n - i - 2, "*/", 2);
-            if (end == NULL)
-                return NULL;
-            i = (size_t)(end - s) + 2;
-            continue;
-        }
-        break;
-    }
-    if (n - i < 9 || strncasecmp(s + i, "TRUNCATE", 8) != 0 ||
-        (s[i + 8] != ' ' && s[i + 8] != '\t' && s[i + 8] != '\n' && s[i + 8] != '`'))
-        return NULL;
-    i += 8;
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n'))
-        i++;
-    if (n - i > 6 && strncasecmp(s + i, "TABLE", 5) == 0 &&
-        (s[i + 5] == ' ' || s[i + 5] == '\t' || s[i + 5] == '\n' || s[i + 5] == '`'))
-        i += 5;
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n'))
-        i++;
-    /* db.table, `db`.`table`, table: the backquotes dropped */
-    for (; i < n && k + 1 < sizeof(name) && s[i] != ' ' && s[i] != ';' && s[i] != '\n' &&
-           s[i] != '\t';
-         i++)
-        if (s[i] != '`')
-            name[k++] = s[i];
-    name[k] = '\0';
-    if (k == 0)
-        return NULL;
-    dot = strchr(name, '.');
-    for (int t = 0; t < F->job->ntables; t++) {
-        esm_table_t *tb = &F->job->tables[t];
-        int same = dot != NULL
-                       ? strlen(tb->db) == (size_t)(dot - name) &&
-                             !strncasecmp(tb->db, name, (size_t)(dot - name)) &&
-                             !strcasecmp(tb->name, dot + 1)
-                       : strlen(tb->db) == evdb_len && !strncasecmp(tb->db, evdb, evdb_len) &&
-                             !strcasecmp(tb->name, name);
-        if (same)
-            return tb;
-    }
-    return NULL;
-}
-
 /* The followed table an INSERT, REPLACE, UPDATE, DELETE or LOAD statement
  * names (rules.c), or NULL. */
 static esm_table_t *statement_dml_table(follow_t *F, const char *s, size_t n, const char *evdb,
@@ -709,8 +651,8 @@ static esm_table_t *statement_dml_table(follow_t *F, const char *s, size_t n, co
 }
 
 /* The followed table whose rows a DDL statement removes or replaces with
- * no row events (rules.c: DROP TABLE or DATABASE, RENAME TABLE, CREATE OR
- * REPLACE TABLE, DROP/TRUNCATE/EXCHANGE PARTITION), or NULL. */
+ * no row events (rules.c: TRUNCATE, DROP TABLE or DATABASE, RENAME TABLE,
+ * CREATE OR REPLACE TABLE, DROP/TRUNCATE/EXCHANGE PARTITION), or NULL. */
 static esm_table_t *statement_ddl_table(follow_t *F, const char *s, size_t n, const char *evdb,
                                         size_t evdb_len)
 {
@@ -723,9 +665,9 @@ static esm_table_t *statement_ddl_table(follow_t *F, const char *s, size_t n, co
 }
 
 /* A statement that changes a followed table's rows with no row events:
- * TRUNCATE, a change logged as a statement (binlog_format MIXED or
- * STATEMENT, for the server or the session that made it), or DDL that
- * drops or replaces the table's rows. Their documents would silently stay
+ * a change logged as a statement (binlog_format MIXED or STATEMENT, for
+ * the server or the session that made it), or DDL that drops or replaces
+ * the table's rows (TRUNCATE, DROP...). Their documents would silently stay
  * as they were: said, and 1; the follower stops before it (nothing after
  * it is sent or saved: a run after the fix starts here again). */
 static int rows_without_events(follow_t *F, MARIADB_RPL_EVENT *ev)
@@ -737,9 +679,7 @@ static int rows_without_events(follow_t *F, MARIADB_RPL_EVENT *ev)
     char what[96];
     esm_table_t *tt;
 
-    if ((tt = truncated_table(F, s, n, db, dbn)) != NULL) {
-        snprintf(what, sizeof(what), "TRUNCATE");
-    } else if ((tt = statement_dml_table(F, s, n, db, dbn)) != NULL) {
+    if ((tt = statement_dml_table(F, s, n, db, dbn)) != NULL) {
         snprintf(what, sizeof(what), "a change logged as a statement");
         note = " (binlog_format is not ROW for it)";
         so = "the documents of the rows it changed cannot be found";

@@ -75,10 +75,10 @@ int esm_stmt_names(const char *s, size_t n, const char *evdb, size_t evdb_len, c
 
 /* rules.c: 1 when statement s[0..n) (a QUERY event of the binary log,
  * whose default database is evdb[0..evdb_len)) removes or replaces rows of
- * table db.name with no row events: DROP TABLE or DROP DATABASE of it,
- * RENAME TABLE from or to its name, CREATE OR REPLACE TABLE of it, ALTER
- * TABLE of it with DROP, TRUNCATE or EXCHANGE PARTITION. (TRUNCATE TABLE is
- * binlog.c's own.) Names are found as esm_stmt_names finds them. */
+ * table db.name with no row events: TRUNCATE, DROP TABLE or DROP DATABASE
+ * of it, RENAME TABLE from or to its name, CREATE OR REPLACE TABLE of it,
+ * ALTER TABLE of it with DROP, TRUNCATE or EXCHANGE PARTITION. Names are
+ * found as esm_stmt_names finds them. */
 int esm_stmt_removes_rows(const char *s, size_t n, const char *evdb, size_t evdb_len,
                           const char *db, const char *name);
 

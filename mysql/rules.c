@@ -219,6 +219,8 @@ int esm_stmt_removes_rows(const char *s, size_t n, const char *evdb, size_t evdb
         /* DROP TABLE, not DROP TEMPORARY TABLE (never a followed one) */
         return word_is(w, "TABLE") && esm_stmt_names(s, n, evdb, evdb_len, db, name);
     }
+    if (word_is(w, "TRUNCATE")) /* TRUNCATE [TABLE] name */
+        return esm_stmt_names(s, n, evdb, evdb_len, db, name);
     if (word_is(w, "RENAME")) /* from its name, or to it */
         return next_word(s, n, &i, w, sizeof(w)) && word_is(w, "TABLE") &&
                esm_stmt_names(s, n, evdb, evdb_len, db, name);
