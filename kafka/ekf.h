@@ -28,7 +28,9 @@
 typedef enum {
     EKF_PENDING = 0,      /* sent to the cluster, no result yet */
     EKF_DEAD_PENDING = 1, /* refused: its dead letter is not acknowledged yet */
-    EKF_DONE = 2          /* has its result (indexed, deleted, dead-lettered, skipped) */
+    EKF_DONE = 2,         /* has its result (indexed, deleted, dead-lettered, skipped) */
+    EKF_FAILED = 3        /* will have none in this run (--on-error stop, a stop at a
+                             failure): the watermark stays below it for good */
 } ekf_state_t;
 
 typedef struct {
@@ -52,7 +54,8 @@ int ekf_track_set(ekf_track_t *t, int64_t offset, ekf_state_t state);
 /* The offset to commit: the first without its result, or, when all have
  * theirs, the one after the last added. -1 when none was added. */
 int64_t ekf_track_watermark(const ekf_track_t *t);
-/* Messages added without their result yet (dead letters pending included). */
+/* Messages added that still wait for their result (dead letters pending
+ * included, EKF_FAILED ones not). */
 size_t ekf_track_inflight(const ekf_track_t *t);
 
 /* ------------------------------------------------------------------------

@@ -84,8 +84,8 @@ typedef struct {
     part_t *parts, *last_part;
     docq_t held;   /* read while the engine's buffer was full */
     docq_t resend; /* to send again (possibly indexed, cluster unavailable) */
-    int paused, cooperative, fatal, closing;
-    int64_t paused_pending;
+    int paused, cooperative, fatal, closing, leaving;
+    int64_t paused_pending, waiting_since_ns;
     int64_t backoff_ns, brokers_down_ns, t0_ns;
     uint64_t docs, docs_last, dead_letters, skipped, resent;
     int64_t stats_last_ns, commit_last_ns;
@@ -225,6 +225,19 @@ static int doc_current(const doc_t *d)
     return d->part->assigned && d->part->gen == d->gen;
 }
 
+/* A stop at a failure: what waits to be sent never will be in this run;
+ * its offsets hold their partitions' watermarks. */
+static void q_abandon(docq_t *q)
+{
+    doc_t *d;
+
+    while ((d = q_pop(q)) != NULL) {
+        if (doc_current(d))
+            ekf_track_set(&d->part->track, d->offset, EKF_FAILED);
+        free(d);
+    }
+}
+
 static void set_done(job_t *job, doc_t *d)
 {
     if (doc_current(d) && ekf_track_set(&d->part->track, d->offset, EKF_DONE) != 0)
@@ -250,6 +263,7 @@ static void refuse(job_t *job, doc_t *d, const char *reason, int32_t status,
                 d->part->topic, d->part->partition, d->offset, status,
                 error_type ? error_type : "", reason ? reason : "");
         job->fatal = 1;
+        ekf_track_set(&d->part->track, d->offset, EKF_FAILED);
         free(d);
         return;
     }
@@ -433,10 +447,14 @@ static void set_pause(job_t *job, int pause)
 }
 
 /* Sends what waits (documents to send again first, once their backoff is
- * over, then those read while the buffer was full); pauses every partition
- * while something waits, resumes them once the buffer has drained to half
- * of what it held at the pause. */
-static void pump(job_t *job)
+ * over, then those read while the buffer was full). While something waits,
+ * the main loop stops reading; when it has waited PAUSE_AFTER_NS (a slow
+ * cluster, not a full batch), every partition is paused, so that the loop
+ * can go on serving rebalances within max.poll.interval.ms without reading
+ * more; they are resumed once the buffer has drained to half of what it
+ * held at the pause (each resume costs a fetch from the broker). */
+#define PAUSE_AFTER_NS 1000000000LL
+static int pump(job_t *job)
 {
     int64_t now = now_ns();
 
@@ -451,10 +469,15 @@ static void pump(job_t *job)
         q_pop(&job->held);
     }
     int waiting = job->resend.head != NULL || job->held.head != NULL;
-    if (waiting && !job->paused)
+    if (!waiting)
+        job->waiting_since_ns = 0;
+    else if (job->waiting_since_ns == 0)
+        job->waiting_since_ns = now;
+    if (waiting && !job->paused && now - job->waiting_since_ns >= PAUSE_AFTER_NS)
         set_pause(job, 1);
     else if (!waiting && job->paused && esbulk_pending(job->eb) <= job->paused_pending / 2)
         set_pause(job, 0);
+    return waiting;
 }
 
 /* ------------------------------------------------------------------------
@@ -680,8 +703,8 @@ static void handle_message(job_t *job, const rd_kafka_message_t *m)
             refuse(job, d, refusal, 400, rtype);
         } else if (job->held.head != NULL || job->resend.head != NULL || add_doc(job, d) != 0) {
             q_push(&job->held, d);
-            if (!job->paused)
-                set_pause(job, 1);
+            if (job->waiting_since_ns == 0)
+                job->waiting_since_ns = now_ns();
         }
     }
     goto out;
@@ -772,7 +795,14 @@ static size_t await_results(job_t *job, const rd_kafka_topic_partition_list_t *p
     size_t left;
 
     esbulk_flush(job->eb, 0); /* what is buffered goes now, not at the linger */
-    while ((left = inflight_of(job, parts)) > 0 && now_ns() < deadline && !job->fatal) {
+    while ((left = inflight_of(job, parts)) > 0 && now_ns() < deadline) {
+        if (job->fatal) {
+            /* what is in flight still gets its result; nothing more is sent */
+            q_abandon(&job->held);
+            q_abandon(&job->resend);
+            if ((left = inflight_of(job, parts)) == 0)
+                break;
+        }
         pump(job);
         esbulk_poll(job->eb, job->resend.head ? 10 : 50);
         if (job->dl)
@@ -833,7 +863,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             }
         }
         if (!lost) {
-            size_t left = await_results(job, parts, job->o.revoke_timeout_ms);
+            /* (at the close, the results have been awaited already) */
+            size_t left = job->leaving ? 0 : await_results(job, parts, job->o.revoke_timeout_ms);
             if (left > 0)
                 say("revoked with %zu document%s without a result after %" PRId64
                     " ms: not committed, the next owner reads them again", left,
@@ -909,11 +940,13 @@ static void print_stats(job_t *job)
                                                "lag", (json_int_t)lag));
     }
     root = json_pack("{s:{s:I,s:f,s:I,s:I,s:I,s:o}}", "stats", "docs", (json_int_t)job->docs,
-                     "docs_per_s", secs > 0 ? (double)(job->docs - job->docs_last) / secs : 0.0,
+                     "docs_per_s",
+                     secs > 0 ? (double)(int64_t)((double)(job->docs - job->docs_last) / secs * 10) / 10
+                              : 0.0,
                      "dead_letters", (json_int_t)job->dead_letters, "skipped",
                      (json_int_t)job->skipped, "resent", (json_int_t)job->resent, "partitions",
                      parts);
-    char *s = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    char *s = root ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
     if (s != NULL) {
         flockfile(stderr);
         fprintf(stderr, "%s\n", s);
@@ -1273,7 +1306,7 @@ int main(int argc, char **argv)
         esbulk_poll(job->eb, 0);
         if (job->dl)
             rd_kafka_poll(job->dl, 0);
-        pump(job);
+        int waiting = pump(job);
         if (job->fatal)
             break;
         now = now_ns();
@@ -1299,9 +1332,12 @@ int main(int argc, char **argv)
                 break;
             }
         }
-        if (job->held.head != NULL || job->resend.head != NULL) {
-            /* the buffer is full: results free it */
-            esbulk_poll(job->eb, job->held.head ? 20 : 5);
+        if (waiting) {
+            /* the buffer is full: results free it; paused, the consumer is
+             * polled for its events (rebalances) */
+            esbulk_poll(job->eb, job->held.head ? 10 : 5);
+            if (!job->paused)
+                continue;
             m = rd_kafka_consumer_poll(job->rk, 0);
         } else {
             m = rd_kafka_consumer_poll(job->rk, esbulk_pending(job->eb) > 0 ? 5 : 100);
@@ -1335,19 +1371,21 @@ int main(int argc, char **argv)
     /* the end: every result (bounded), the watermarks committed, the group
      * left (the revoke callback runs inside the close) */
     {
+        int64_t t0 = now_ns();
         size_t left = await_results(job, NULL, job->o.drain_timeout_ms);
         commit(job, NULL, 1);
         if (left > 0)
-            say("%zu document%s without a result after %" PRId64 " ms: not committed (read "
+            say("%zu document%s without a result after %.1f s: not committed (read "
                 "again at the next start)", left, left == 1 ? "" : "s",
-                job->o.drain_timeout_ms);
+                (double)(now_ns() - t0) / 1e9);
+        if (job->o.stats_interval_s > 0)
+            print_stats(job);
+        job->leaving = 1;
         rd_kafka_resp_err_t e = rd_kafka_consumer_close(job->rk);
         if (e)
             say("leaving the group: %s", rd_kafka_err2str(e));
         if (job->dl)
             rd_kafka_flush(job->dl, 10000);
-        if (job->o.stats_interval_s > 0)
-            print_stats(job);
         rc = job->fatal || left > 0 || e ? EXIT_RUNTIME : 0;
         if (!job->o.quiet || rc)
             say("%s: %" PRIu64 " documents indexed, %" PRIu64 " dead letters, %" PRIu64

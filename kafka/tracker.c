@@ -83,7 +83,8 @@ int ekf_track_set(ekf_track_t *t, int64_t offset, ekf_state_t state)
         else
             hi = mid;
     }
-    if (lo == t->len || t->off[slot(t, lo)] != offset || t->st[slot(t, lo)] == EKF_DONE)
+    if (lo == t->len || t->off[slot(t, lo)] != offset || t->st[slot(t, lo)] == EKF_DONE ||
+        t->st[slot(t, lo)] == EKF_FAILED)
         return -1;
     size_t s = slot(t, lo);
     if (t->st[s] == EKF_DEAD_PENDING)
@@ -111,6 +112,6 @@ size_t ekf_track_inflight(const ekf_track_t *t)
     size_t n = 0;
 
     for (size_t i = 0; i < t->len; i++)
-        n += t->st[slot(t, i)] != EKF_DONE;
+        n += t->st[slot(t, i)] == EKF_PENDING || t->st[slot(t, i)] == EKF_DEAD_PENDING;
     return n;
 }

@@ -101,6 +101,27 @@ START_TEST(test_track_dead_letter_pending)
 }
 END_TEST
 
+START_TEST(test_track_failed)
+{
+    /* --on-error stop: the refused offset waits for nothing more, and
+     * nothing from it on is ever committed */
+    ekf_track_t t;
+    ekf_track_init(&t);
+    for (int64_t o = 0; o < 4; o++)
+        ekf_track_add(&t, o);
+    ck_assert_int_eq(ekf_track_set(&t, 1, EKF_FAILED), 0);
+    ck_assert_uint_eq(ekf_track_inflight(&t), 3);
+    ck_assert_int_eq(ekf_track_set(&t, 0, EKF_DONE), 0);
+    ck_assert_int_eq(ekf_track_set(&t, 2, EKF_DONE), 0);
+    ck_assert_int_eq(ekf_track_set(&t, 3, EKF_DONE), 0);
+    ck_assert_uint_eq(ekf_track_inflight(&t), 0); /* the drain is over */
+    ck_assert_int_eq(ekf_track_watermark(&t), 1);  /* and stops below it */
+    ck_assert_int_eq(ekf_track_set(&t, 1, EKF_DONE), -1);
+    ck_assert_int_eq(ekf_track_watermark(&t), 1);
+    ekf_track_free(&t);
+}
+END_TEST
+
 START_TEST(test_track_revoke_and_lost)
 {
     /* a revoke (or a lost assignment) forgets every offset: late results
@@ -371,6 +392,7 @@ int main(void)
     tcase_add_test(tc, test_track_out_of_order);
     tcase_add_test(tc, test_track_gaps_and_growth);
     tcase_add_test(tc, test_track_dead_letter_pending);
+    tcase_add_test(tc, test_track_failed);
     tcase_add_test(tc, test_track_revoke_and_lost);
     tcase_add_test(tc, test_template);
     tcase_add_test(tc, test_ids);
