@@ -14,6 +14,8 @@
  *       none), and a last line "total COMMITTED END" (sums)
  *   kafka_probe count BROKERS TOPIC
  *       the messages in the topic (sum of end - start over its partitions)
+ *   kafka_probe tombstones BROKERS TOPIC N [FROM]
+ *       N tombstones (null values) with the keys "k<i>" of produce
  *   kafka_probe dump BROKERS TOPIC N
  *       the first N messages of partition 0: one line each, "key value"
  *       then each header as " name=value"
@@ -80,6 +82,25 @@ static int partitions_of(rd_kafka_t *rk, const char *topic)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 5 && strcmp(argv[1], "tombstones") == 0) {
+        rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, argv[2], NULL);
+        long n = atol(argv[4]), from = argc > 5 ? atol(argv[5]) : 0;
+        for (long i = from; i < from + n; i++) {
+            char key[32];
+            snprintf(key, sizeof(key), "k%ld", i);
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(argv[3]), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(NULL, 0), RD_KAFKA_V_END);
+            if (e) {
+                fprintf(stderr, "kafka_probe: produce: %s\n", rd_kafka_err2str(e));
+                return 1;
+            }
+        }
+        if (rd_kafka_flush(rk, 60000) != 0)
+            return 1;
+        rd_kafka_destroy(rk);
+        return produced_errors ? 1 : 0;
+    }
     if (argc >= 5 && strcmp(argv[1], "produce") == 0) {
         rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, argv[2], NULL);
         long n = atol(argv[4]), from = argc > 5 ? atol(argv[5]) : 0;
@@ -193,6 +214,6 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: kafka_probe produce BROKERS TOPIC N [FROM] | offsets BROKERS GROUP "
-                    "TOPIC | count BROKERS TOPIC | dump BROKERS TOPIC N\n");
+                    "TOPIC | count BROKERS TOPIC | dump BROKERS TOPIC N | tombstones BROKERS TOPIC N [FROM]\n");
     return 2;
 }
