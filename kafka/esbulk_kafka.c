@@ -281,13 +281,14 @@ static void refuse(job_t *job, doc_t *d, const char *reason, int32_t status,
     for (int i = 0; i < EKF_DL_HEADERS; i++)
         rd_kafka_header_add(hdrs, h[i].name, -1, h[i].value, -1);
     ekf_track_set(&d->part->track, d->offset, EKF_DEAD_PENDING);
+    /* (the macros cast their argument unparenthesized) */
+    void *key = d->has_key ? (void *)d->key : NULL, *value = d->has_value ? (void *)d->value : NULL;
+    size_t key_len = d->has_key ? d->key_len : 0, value_len = d->has_value ? d->value_len : 0;
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
             job->dl, RD_KAFKA_V_TOPIC(job->o.dead_letter_topic),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY(d->has_key ? (void *)d->key : NULL, d->has_key ? d->key_len : 0),
-            RD_KAFKA_V_VALUE(d->has_value ? (void *)d->value : NULL,
-                             d->has_value ? d->value_len : 0),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_len),
+            RD_KAFKA_V_VALUE(value, value_len),
             RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
             return; /* the headers are the producer's now; d comes back in the report */
