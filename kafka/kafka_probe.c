@@ -3,8 +3,9 @@
  * (tests/kafka_smoke.test), on librdkafka, so that the test needs no other
  * Kafka client.
  *
- *   kafka_probe produce BROKERS TOPIC N [FROM]
- *       N messages, values {"n":i,"msg":"message i"} for i in FROM..FROM+N-1,
+ *   kafka_probe produce BROKERS TOPIC N [FROM [PAD]]
+ *       N messages, values {"n":i,"msg":"message i"} for i in FROM..FROM+N-1
+ *       (with a "pad" field of PAD bytes when PAD is given),
  *       key "k<i>", spread over the topic's partitions by key; a value of
  *       "not json" for every i that is a multiple of 100 when FROM is
  *       negative (-FROM is then the first i); exit 0 once all are
@@ -104,16 +105,27 @@ int main(int argc, char **argv)
     if (argc >= 5 && strcmp(argv[1], "produce") == 0) {
         rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, argv[2], NULL);
         long n = atol(argv[4]), from = argc > 5 ? atol(argv[5]) : 0;
+        long pad = argc > 6 ? atol(argv[6]) : 0;
         int bad = from < 0;
         if (bad)
             from = -from;
+        if (pad < 0 || pad > 1000000)
+            pad = 0;
+        char *padding = malloc((size_t)pad + 1), *value = malloc((size_t)pad + 128);
+        if (padding == NULL || value == NULL)
+            return 1;
+        memset(padding, 'x', (size_t)pad);
+        padding[pad] = '\0';
         for (long i = from; i < from + n; i++) {
-            char key[32], value[128];
+            char key[32];
             snprintf(key, sizeof(key), "k%ld", i);
             if (bad && i % 100 == 0)
-                snprintf(value, sizeof(value), "not json %ld", i);
+                snprintf(value, (size_t)pad + 128, "not json %ld", i);
+            else if (pad > 0)
+                snprintf(value, (size_t)pad + 128, "{\"n\":%ld,\"msg\":\"message %ld\",\"pad\":\"%s\"}",
+                         i, i, padding);
             else
-                snprintf(value, sizeof(value), "{\"n\":%ld,\"msg\":\"message %ld\"}", i, i);
+                snprintf(value, (size_t)pad + 128, "{\"n\":%ld,\"msg\":\"message %ld\"}", i, i);
             for (;;) {
                 rd_kafka_resp_err_t e = rd_kafka_producev(
                     rk, RD_KAFKA_V_TOPIC(argv[3]), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -129,6 +141,8 @@ int main(int argc, char **argv)
             }
             rd_kafka_poll(rk, 0);
         }
+        free(padding);
+        free(value);
         if (rd_kafka_flush(rk, 60000) != 0) {
             fprintf(stderr, "kafka_probe: not all acknowledged within 60 s\n");
             return 1;
@@ -213,7 +227,7 @@ int main(int argc, char **argv)
         rd_kafka_destroy(rk);
         return 0;
     }
-    fprintf(stderr, "usage: kafka_probe produce BROKERS TOPIC N [FROM] | offsets BROKERS GROUP "
+    fprintf(stderr, "usage: kafka_probe produce BROKERS TOPIC N [FROM [PAD]] | offsets BROKERS GROUP "
                     "TOPIC | count BROKERS TOPIC | dump BROKERS TOPIC N | tombstones BROKERS TOPIC N [FROM]\n");
     return 2;
 }
