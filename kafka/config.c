@@ -20,7 +20,7 @@
 static const char *const sink_defaults[][2] = {
     {"enqueue.timeout.ms", "0"},
     {"body.validate", "true"},
-    {"buffer.max.bytes", "16777216"},
+    {"buffer.max.bytes", "8388608"},
 };
 
 int ekf_opts_init(ekf_opts_t *o)

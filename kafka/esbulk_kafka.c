@@ -1059,7 +1059,8 @@ static rd_kafka_conf_t *kafka_conf(job_t *job, int dl, char *err, size_t err_siz
     static const char *const consumer_defaults[][2] = {
         {"partition.assignment.strategy", "cooperative-sticky"},
         {"auto.offset.reset", "earliest"},
-        {"queued.max.messages.kbytes", "16384"},
+        {"queued.max.messages.kbytes", "8192"},
+        {"fetch.max.bytes", "8388608"},
     };
     static const char *const producer_needs[][2] = {
         {"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "5"}};
