@@ -86,7 +86,7 @@ typedef struct {
     docq_t resend; /* to send again (possibly indexed, cluster unavailable) */
     int paused, cooperative, fatal, closing, leaving;
     int64_t paused_pending, waiting_since_ns;
-    int64_t backoff_ns, brokers_down_ns, t0_ns;
+    int64_t backoff_ns, backoff_at_ns, brokers_down_ns, t0_ns;
     uint64_t docs, docs_last, dead_letters, skipped, resent;
     int64_t stats_last_ns, commit_last_ns;
     logonce_t lib_logs;
@@ -413,11 +413,16 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
         return;
     }
     /* possibly indexed, or the cluster did not take it: again, after a
-     * backoff that grows while nothing is indexed (1 s to 30 s) */
-    job->backoff_ns = job->backoff_ns ? job->backoff_ns * 2 : 1000000000LL;
-    if (job->backoff_ns > 30000000000LL)
-        job->backoff_ns = 30000000000LL;
-    d->not_before_ns = now_ns() + job->backoff_ns;
+     * backoff that grows while nothing is indexed (1 s to 30 s), once per
+     * backoff (the documents of one failed request wait alike) */
+    int64_t now = now_ns();
+    if (job->backoff_ns == 0 || now - job->backoff_at_ns >= job->backoff_ns) {
+        job->backoff_ns = job->backoff_ns ? job->backoff_ns * 2 : 1000000000LL;
+        if (job->backoff_ns > 30000000000LL)
+            job->backoff_ns = 30000000000LL;
+        job->backoff_at_ns = now;
+    }
+    d->not_before_ns = job->backoff_at_ns + job->backoff_ns;
     job->resent++;
     flockfile(stderr);
     char line[600];
