@@ -275,11 +275,12 @@ int ekf_opts_set(ekf_opts_t *o, const char *key, const char *value, int from_cli
         const char *k = key + 6;
         if (!*k)
             BAD("kafka.: a librdkafka property name is missing");
-        /* the sink commits itself: what librdkafka would commit on its own
-         * is not known to be indexed */
-        if ((!strcmp(k, "enable.auto.commit") || !strcmp(k, "enable.auto.offset.store")) &&
-            strcmp(value, "false"))
-            BAD("%s: the sink commits only what is indexed: it cannot be %s", key, value);
+        /* the sink stores the offsets it commits: what librdkafka would
+         * store on its own is not known to be indexed */
+        if (!strcmp(k, "enable.auto.commit") || !strcmp(k, "enable.auto.offset.store"))
+            BAD("%s: set by the sink, which commits only what is indexed", key);
+        if (!strcmp(k, "auto.commit.interval.ms"))
+            BAD("%s: give --commit-interval", key);
         if (!strcmp(k, "group.id") || !strcmp(k, "group.instance.id"))
             BAD("%s: give --group / --static-id", key);
         return add_kafka(o, k, value);

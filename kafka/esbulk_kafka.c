@@ -50,6 +50,7 @@ typedef struct part_s {
     int assigned, eof;
     ekf_track_t track;
     int64_t committed; /* acknowledged by the broker; -1 unknown or none */
+    int64_t stored;    /* the watermark last stored for librdkafka's committer; -1 none */
 } part_t;
 
 /* A message on its way: the document and what its dead letter needs. */
@@ -162,7 +163,7 @@ static part_t *find_part(job_t *job, const char *topic, int32_t partition, int c
         return NULL;
     }
     p->partition = partition;
-    p->committed = -1;
+    p->committed = p->stored = -1;
     ekf_track_init(&p->track);
     p->next = job->parts;
     job->parts = p;
@@ -728,37 +729,82 @@ out:
  * Commits, rebalances.
  */
 
-/* Commits the watermark of each assigned partition of parts (NULL: all of
- * them) that moved since its last commit. sync: waits, and says failures. */
-static void commit(job_t *job, const rd_kafka_topic_partition_list_t *parts, int sync)
+/* Whether p is one of parts (NULL: all). */
+static int part_in(const part_t *p, const rd_kafka_topic_partition_list_t *parts)
+{
+    return p->assigned && (parts == NULL || rd_kafka_topic_partition_list_find(
+                                                parts, p->topic, p->partition) != NULL);
+}
+
+/* Stores the watermark of each assigned partition of parts (NULL: all of
+ * them) that moved since it was last stored: librdkafka's committer
+ * commits what is stored, every --commit-interval, and only while no
+ * rebalance is under way (a commit during one that meets a new generation
+ * makes librdkafka 2.0 drop the whole assignment as lost: librdkafka issue
+ * 4059, fixed in 2.8). */
+static void store(job_t *job, const rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
 
     if (l == NULL)
         return;
     for (part_t *p = job->parts; p != NULL; p = p->next) {
-        if (!p->assigned)
-            continue;
-        if (parts != NULL && rd_kafka_topic_partition_list_find(parts, p->topic, p->partition) ==
-                                 NULL)
-            continue;
         int64_t w = ekf_track_watermark(&p->track);
-        if (w >= 0 && w != p->committed)
+        if (part_in(p, parts) && w >= 0 && w != p->stored)
             rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = w;
     }
     if (l->cnt > 0) {
-        rd_kafka_resp_err_t e = rd_kafka_commit(job->rk, l, !sync);
-        if (sync) {
-            if (e)
-                say("commit: %s", rd_kafka_err2str(e));
-            for (int i = 0; i < l->cnt; i++) {
-                part_t *p = find_part(job, l->elems[i].topic, l->elems[i].partition, 0);
-                if (p != NULL && !e && !l->elems[i].err)
-                    p->committed = l->elems[i].offset;
-                else if (l->elems[i].err)
-                    say("commit of %s[%" PRId32 "]: %s", l->elems[i].topic,
-                        l->elems[i].partition, rd_kafka_err2str(l->elems[i].err));
-            }
+        rd_kafka_offsets_store(job->rk, l);
+        for (int i = 0; i < l->cnt; i++) {
+            part_t *p = find_part(job, l->elems[i].topic, l->elems[i].partition, 0);
+            if (p != NULL && !l->elems[i].err)
+                p->stored = l->elems[i].offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Forgets what is stored for parts: nothing of them is committed when they
+ * are given up (a lost assignment; or one just committed, which
+ * librdkafka would commit again as they are removed). */
+static void unstore(job_t *job, const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_copy(parts);
+
+    if (l == NULL)
+        return;
+    for (int i = 0; i < l->cnt; i++)
+        l->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+    rd_kafka_offsets_store(job->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    for (part_t *p = job->parts; p != NULL; p = p->next)
+        if (part_in(p, parts))
+            p->stored = -1;
+}
+
+/* Stores, then commits synchronously, the watermarks of parts (NULL: all)
+ * not committed yet; says failures. */
+static void commit_sync(job_t *job, const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+
+    if (l == NULL)
+        return;
+    store(job, parts);
+    for (part_t *p = job->parts; p != NULL; p = p->next)
+        if (part_in(p, parts) && p->stored >= 0 && p->stored != p->committed)
+            rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = p->stored;
+    if (l->cnt > 0) {
+        rd_kafka_resp_err_t e = rd_kafka_commit(job->rk, l, 0);
+        if (e)
+            say("commit: %s", rd_kafka_err2str(e));
+        for (int i = 0; i < l->cnt; i++) {
+            part_t *p = find_part(job, l->elems[i].topic, l->elems[i].partition, 0);
+            if (p != NULL && !e && !l->elems[i].err)
+                p->committed = l->elems[i].offset;
+            else if (l->elems[i].err)
+                say("commit of %s[%" PRId32 "]: %s", l->elems[i].topic, l->elems[i].partition,
+                    rd_kafka_err2str(l->elems[i].err));
         }
     }
     rd_kafka_topic_partition_list_destroy(l);
@@ -838,7 +884,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             ekf_track_reset(&p->track);
             p->assigned = 1;
             p->eof = 0;
-            p->committed = -1;
+            p->committed = p->stored = -1;
         }
         /* where the group is, for the lag (not needed to resume: the
          * consumer starts there) */
@@ -875,8 +921,10 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 say("revoked with %zu document%s without a result after %" PRId64
                     " ms: not committed, the next owner reads them again", left,
                     left == 1 ? "" : "s", job->o.revoke_timeout_ms);
-            commit(job, parts, 1);
+            commit_sync(job, parts);
+            unstore(job, parts);
         } else {
+            unstore(job, parts);
             say("%d partition%s lost (the group moved on without this member): nothing of "
                 "them committed", parts->cnt, parts->cnt == 1 ? "" : "s");
         }
@@ -1092,10 +1140,13 @@ static rd_kafka_conf_t *kafka_conf(job_t *job, int dl, char *err, size_t err_siz
             rd_kafka_conf_set(kc, producer_needs[i][0], producer_needs[i][1], err, err_size);
         rd_kafka_conf_set_dr_msg_cb(kc, on_dl_report);
     } else {
+        char interval[24];
+        snprintf(interval, sizeof(interval), "%" PRId64, job->o.commit_interval_ms);
         if (rd_kafka_conf_set(kc, "group.id", job->o.group, err, err_size) ||
             (job->o.static_id != NULL &&
              rd_kafka_conf_set(kc, "group.instance.id", job->o.static_id, err, err_size)) ||
-            rd_kafka_conf_set(kc, "enable.auto.commit", "false", err, err_size) ||
+            rd_kafka_conf_set(kc, "enable.auto.commit", "true", err, err_size) ||
+            rd_kafka_conf_set(kc, "auto.commit.interval.ms", interval, err, err_size) ||
             rd_kafka_conf_set(kc, "enable.auto.offset.store", "false", err, err_size) ||
             rd_kafka_conf_set(kc, "enable.partition.eof", "true", err, err_size)) {
             rd_kafka_conf_destroy(kc);
@@ -1317,8 +1368,8 @@ int main(int argc, char **argv)
         if (job->fatal)
             break;
         now = now_ns();
-        if (now - job->commit_last_ns >= job->o.commit_interval_ms * 1000000LL) {
-            commit(job, NULL, 0);
+        if (now - job->commit_last_ns >= 100000000LL) { /* librdkafka commits them */
+            store(job, NULL);
             job->commit_last_ns = now;
         }
         if (job->o.stats_interval_s > 0 &&
@@ -1380,7 +1431,7 @@ int main(int argc, char **argv)
     {
         int64_t t0 = now_ns();
         size_t left = await_results(job, NULL, job->o.drain_timeout_ms);
-        commit(job, NULL, 1);
+        commit_sync(job, NULL);
         if (left > 0)
             say("%zu document%s without a result after %.1f s: not committed (read "
                 "again at the next start)", left, left == 1 ? "" : "s",

@@ -17,10 +17,15 @@
  *       the messages in the topic (sum of end - start over its partitions)
  *   kafka_probe tombstones BROKERS TOPIC N [FROM]
  *       N tombstones (null values) with the keys "k<i>" of produce
+ *   kafka_probe send BROKERS TOPIC
+ *       the records of standard input, separated by NUL bytes, to partition
+ *       0: "KEY<TAB>VALUE", or VALUE alone (a null key); a VALUE of
+ *       "<null>" is a tombstone
  *   kafka_probe dump BROKERS TOPIC N
  *       the first N messages of partition 0: one line each, "key value"
  *       then each header as " name=value"
  */
+#define _GNU_SOURCE
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -83,6 +88,39 @@ static int partitions_of(rd_kafka_t *rk, const char *topic)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "send") == 0) {
+        rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, argv[2], NULL);
+        char *rec = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        while ((n = getdelim(&rec, &cap, '\0', stdin)) > 0) {
+            size_t len = (size_t)n;
+            if (rec[len - 1] == '\0')
+                len--;
+            char *tab = memchr(rec, '\t', len), *v = tab ? tab + 1 : rec;
+            size_t vlen = len - (size_t)(v - rec);
+            /* (librdkafka's macros cast their argument unparenthesized) */
+            void *key = tab ? rec : NULL, *value = v;
+            size_t key_len = tab ? (size_t)(tab - rec) : 0;
+            if (vlen == 6 && memcmp(v, "<null>", 6) == 0) {
+                value = NULL;
+                vlen = 0;
+            }
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(argv[3]), RD_KAFKA_V_PARTITION(0),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_len),
+                RD_KAFKA_V_VALUE(value, vlen), RD_KAFKA_V_END);
+            if (e) {
+                fprintf(stderr, "kafka_probe: produce: %s\n", rd_kafka_err2str(e));
+                return 1;
+            }
+        }
+        free(rec);
+        if (rd_kafka_flush(rk, 60000) != 0)
+            return 1;
+        rd_kafka_destroy(rk);
+        return produced_errors ? 1 : 0;
+    }
     if (argc >= 5 && strcmp(argv[1], "tombstones") == 0) {
         rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, argv[2], NULL);
         long n = atol(argv[4]), from = argc > 5 ? atol(argv[5]) : 0;
@@ -228,6 +266,6 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: kafka_probe produce BROKERS TOPIC N [FROM [PAD]] | offsets BROKERS GROUP "
-                    "TOPIC | count BROKERS TOPIC | dump BROKERS TOPIC N | tombstones BROKERS TOPIC N [FROM]\n");
+                    "TOPIC | count BROKERS TOPIC | dump BROKERS TOPIC N | tombstones BROKERS TOPIC N [FROM] | send BROKERS TOPIC\n");
     return 2;
 }

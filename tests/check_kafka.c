@@ -345,7 +345,12 @@ START_TEST(test_config)
     ck_assert_int_eq(ekf_opts_set(&o, "id", "uuid", 1, err, sizeof(err)), -1);
     ck_assert_int_eq(ekf_opts_set(&o, "index", "Bad", 1, err, sizeof(err)), -1);
     ck_assert_int_eq(ekf_opts_set(&o, "revoke-timeout", "soon", 1, err, sizeof(err)), -1);
+    /* the sink's own: it stores only the watermarks */
     ck_assert_int_eq(ekf_opts_set(&o, "kafka.enable.auto.commit", "true", 1, err, sizeof(err)),
+                     -1);
+    ck_assert_int_eq(
+        ekf_opts_set(&o, "kafka.enable.auto.offset.store", "true", 1, err, sizeof(err)), -1);
+    ck_assert_int_eq(ekf_opts_set(&o, "kafka.auto.commit.interval.ms", "5", 1, err, sizeof(err)),
                      -1);
     ck_assert_int_eq(ekf_opts_set(&o, "kafka.group.id", "x", 1, err, sizeof(err)), -1);
     ck_assert_int_eq(ekf_opts_set(&o, "on-error", "skip", 1, err, sizeof(err)), -1);
