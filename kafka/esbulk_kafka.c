@@ -783,31 +783,37 @@ static void unstore(job_t *job, const rd_kafka_topic_partition_list_t *parts)
 }
 
 /* Stores, then commits synchronously, the watermarks of parts (NULL: all)
- * not committed yet; says failures. */
-static void commit_sync(job_t *job, const rd_kafka_topic_partition_list_t *parts)
+ * not committed yet; says failures. 0, or -1 when a commit failed. */
+static int commit_sync(job_t *job, const rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    int rc = 0;
 
     if (l == NULL)
-        return;
+        return -1;
     store(job, parts);
     for (part_t *p = job->parts; p != NULL; p = p->next)
         if (part_in(p, parts) && p->stored >= 0 && p->stored != p->committed)
             rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = p->stored;
     if (l->cnt > 0) {
         rd_kafka_resp_err_t e = rd_kafka_commit(job->rk, l, 0);
-        if (e)
+        if (e) {
             say("commit: %s", rd_kafka_err2str(e));
+            rc = -1;
+        }
         for (int i = 0; i < l->cnt; i++) {
             part_t *p = find_part(job, l->elems[i].topic, l->elems[i].partition, 0);
-            if (p != NULL && !e && !l->elems[i].err)
+            if (p != NULL && !e && !l->elems[i].err) {
                 p->committed = l->elems[i].offset;
-            else if (l->elems[i].err)
+            } else if (l->elems[i].err) {
                 say("commit of %s[%" PRId32 "]: %s", l->elems[i].topic, l->elems[i].partition,
                     rd_kafka_err2str(l->elems[i].err));
+                rc = -1;
+            }
         }
     }
     rd_kafka_topic_partition_list_destroy(l);
+    return rc;
 }
 
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -1012,8 +1018,8 @@ static void print_stats(job_t *job)
     job->docs_last = job->docs;
 }
 
-/* --exit-at-end: every assigned partition read to its end, every result
- * in, every watermark committed. */
+/* --exit-at-end: every assigned partition read to its end and every result
+ * in (the watermarks are then committed, synchronously, on the way out). */
 static int at_end(job_t *job)
 {
     int n = 0;
@@ -1024,8 +1030,7 @@ static int at_end(job_t *job)
         if (!p->assigned)
             continue;
         n++;
-        int64_t w = ekf_track_watermark(&p->track);
-        if (!p->eof || ekf_track_inflight(&p->track) > 0 || (w >= 0 && w != p->committed))
+        if (!p->eof || ekf_track_inflight(&p->track) > 0)
             return 0;
     }
     return n > 0;
@@ -1431,7 +1436,7 @@ int main(int argc, char **argv)
     {
         int64_t t0 = now_ns();
         size_t left = await_results(job, NULL, job->o.drain_timeout_ms);
-        commit_sync(job, NULL);
+        int commit_failed = commit_sync(job, NULL) != 0;
         if (left > 0)
             say("%zu document%s without a result after %.1f s: not committed (read "
                 "again at the next start)", left, left == 1 ? "" : "s",
@@ -1444,7 +1449,7 @@ int main(int argc, char **argv)
             say("leaving the group: %s", rd_kafka_err2str(e));
         if (job->dl)
             rd_kafka_flush(job->dl, 10000);
-        rc = job->fatal || left > 0 || e ? EXIT_RUNTIME : 0;
+        rc = job->fatal || left > 0 || e || commit_failed ? EXIT_RUNTIME : 0;
         if (!job->o.quiet || rc)
             say("%s: %" PRIu64 " documents indexed, %" PRIu64 " dead letters, %" PRIu64
                 " tombstones skipped, %" PRIu64 " sent again, in %.1f s",
