@@ -523,6 +523,13 @@ static void handle_message(job_t *job, const rd_kafka_message_t *m)
             op = ESBULK_OP_DELETE;
             id = m->key;
             id_len = m->key_len;
+            /* its document was routed by a field of a value it does not
+             * have: a delete by _id alone would look in the wrong shard
+             * and find nothing */
+            if (job->o.routing_field != NULL) {
+                refusal = "a tombstone has no value to take the routing field from";
+                rtype = "invalid_routing";
+            }
         } else {
             skip = 1;
         }
