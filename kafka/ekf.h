@@ -181,4 +181,42 @@ int ekf_opts_load(ekf_opts_t *o, const char *path, char *err, size_t err_size);
  * with the reason in err. */
 int ekf_opts_check(ekf_opts_t *o, char *err, size_t err_size);
 
+/* ------------------------------------------------------------------------
+ * What one message becomes (message.c): a document to add, a refusal, or
+ * nothing (a tombstone that names no document). Pure: the index name (from
+ * the template and the message's time) is the caller's.
+ */
+typedef enum { EKF_PLAN_ADD = 0, EKF_PLAN_SKIP = 1, EKF_PLAN_REFUSE = 2 } ekf_plan_kind_t;
+typedef struct {
+    ekf_plan_kind_t kind;
+    esbulk_op_t op;
+    const char *id, *routing; /* NULL: none; into the key, or copies the plan owns */
+    size_t id_len, routing_len;
+    const char *body;         /* into the value; NULL for a delete */
+    size_t body_len;
+    const char *index;        /* the bulk action's _index; NULL: the template's */
+    const char *pipeline;     /* the bulk action's; NULL: none */
+    int64_t version;          /* -1: none */
+    int version_type;
+    int64_t if_seq_no, if_primary_term; /* -1: none */
+    int require_alias;
+    int32_t retry_on_conflict; /* -1: none */
+    int has_opts;             /* any of the five above */
+    const char *reason, *error_type; /* EKF_PLAN_REFUSE: why (status 400) */
+    /* storage */
+    char idbuf[300], why[400];
+    char *field_id, *field_routing;
+    ekf_bulk_t bulk;
+} ekf_plan_t;
+/* Plans the message at offset of topic/partition: key (NULL: none) and
+ * value (NULL: a tombstone), under o's --id, --routing-field, --format and
+ * --versioning. 0, or -2 out of memory. Free with ekf_plan_free (also
+ * after an error). */
+int ekf_plan(ekf_plan_t *pl, const ekf_opts_t *o, const char *topic, int32_t partition,
+             int64_t offset, const char *key, size_t key_len, const char *value,
+             size_t value_len);
+void ekf_plan_free(ekf_plan_t *pl);
+/* Turns a plan into a refusal: its index name (the template's) is too long. */
+void ekf_plan_refuse_index(ekf_plan_t *pl);
+
 #endif

@@ -494,14 +494,8 @@ static void handle_message(job_t *job, const rd_kafka_message_t *m)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
     part_t *part = find_part(job, topic, m->partition, 0);
-    char index[512], idbuf[300], why[400];
-    char *field_id = NULL, *field_routing = NULL;
-    const char *id = NULL, *routing = NULL, *body = NULL, *refusal = NULL, *rtype = NULL;
-    size_t id_len = 0, routing_len = 0, body_len = 0, field_id_len = 0, field_routing_len = 0;
-    ekf_bulk_t bulk;
-    int have_bulk = 0, skip = 0;
-    esbulk_op_t op = ESBULK_OP_INDEX;
-    json_t *obj = NULL;
+    char index[512];
+    ekf_plan_t pl;
 
     if (part == NULL || !part->assigned)
         return; /* not ours (any more) */
@@ -509,117 +503,24 @@ static void handle_message(job_t *job, const rd_kafka_message_t *m)
     int r = ekf_track_add(&part->track, m->offset);
     if (r == -2)
         return; /* read before: it is tracked already */
-    if (r == -1) {
+    if (r == -1 || ekf_plan(&pl, &job->o, topic, m->partition, m->offset, m->key, m->key_len,
+                            m->payload, m->len) != 0) {
+        if (r == 0)
+            ekf_plan_free(&pl);
         say("out of memory");
         job->fatal = 1;
         return;
     }
-    memset(&bulk, 0, sizeof(bulk));
+    if (pl.kind == EKF_PLAN_SKIP) {
+        job->skipped++;
+        ekf_track_set(&part->track, m->offset, EKF_DONE);
+        ekf_plan_free(&pl);
+        return;
+    }
     index[0] = '\0';
-    if (m->payload == NULL) {
-        /* a tombstone: deletes the document of its key with --id key;
-         * under the other modes it names no document, and is skipped */
-        if (job->o.id_mode == EKF_ID_KEY && m->key != NULL && m->key_len > 0) {
-            op = ESBULK_OP_DELETE;
-            id = m->key;
-            id_len = m->key_len;
-            /* its document was routed by a field of a value it does not
-             * have: a delete by _id alone would look in the wrong shard
-             * and find nothing */
-            if (job->o.routing_field != NULL) {
-                refusal = "a tombstone has no value to take the routing field from";
-                rtype = "invalid_routing";
-            }
-        } else {
-            skip = 1;
-        }
-    } else if (job->o.format == EKF_FMT_BULK) {
-        int e = ekf_bulk_parse(m->payload, m->len, &bulk, why, sizeof(why));
-        if (e == -2)
-            goto nomem;
-        if (e == -1) {
-            refusal = why;
-            rtype = "invalid_action";
-        } else {
-            have_bulk = 1;
-            op = bulk.op;
-            body = bulk.source;
-            body_len = bulk.source_len;
-            if (bulk.id != NULL) {
-                id = bulk.id;
-                id_len = strlen(bulk.id);
-            }
-            if (bulk.routing != NULL) {
-                routing = bulk.routing;
-                routing_len = strlen(bulk.routing);
-            }
-        }
-    } else {
-        body = m->payload;
-        body_len = m->len;
-    }
-    /* fields of the source, for --id field: and --routing-field */
-    if (!skip && refusal == NULL && body != NULL &&
-        ((job->o.id_mode == EKF_ID_FIELD && id == NULL) ||
-         (job->o.routing_field != NULL && routing == NULL))) {
-        json_error_t jerr;
-        obj = json_loadb(body, body_len, 0, &jerr);
-        if (!json_is_object(obj)) {
-            snprintf(why, sizeof(why), "not one JSON object: %s", obj ? "" : jerr.text);
-            refusal = why;
-            rtype = "invalid_json";
-        }
-    }
-    if (!skip && refusal == NULL && id == NULL) {
-        if (job->o.id_mode == EKF_ID_OFFSET) {
-            int n = ekf_offset_id(topic, m->partition, m->offset, idbuf, sizeof(idbuf));
-            if (n >= (int)sizeof(idbuf) || n < 0) {
-                refusal = "the topic's name makes an _id too long";
-                rtype = "invalid_id";
-            } else {
-                id = idbuf;
-                id_len = (size_t)n;
-            }
-        } else if (job->o.id_mode == EKF_ID_KEY) {
-            if (m->key == NULL || m->key_len == 0) {
-                refusal = "the message has no key (--id key)";
-                rtype = "invalid_id";
-            } else {
-                id = m->key;
-                id_len = m->key_len;
-            }
-        } else if (op != ESBULK_OP_DELETE || body != NULL) {
-            int e = ekf_field_text(obj, job->o.id_field, &field_id, &field_id_len, why,
-                                   sizeof(why));
-            if (e == -2)
-                goto nomem;
-            if (e == -1) {
-                refusal = why;
-                rtype = "invalid_id";
-            }
-            id = field_id;
-            id_len = field_id_len;
-        } else {
-            refusal = "a delete without _id in its action line (--id field)";
-            rtype = "invalid_id";
-        }
-    }
-    if (!skip && refusal == NULL && routing == NULL && job->o.routing_field != NULL &&
-        body != NULL) {
-        int e = ekf_field_text(obj, job->o.routing_field, &field_routing, &field_routing_len,
-                               why, sizeof(why));
-        if (e == -2)
-            goto nomem;
-        if (e == -1) {
-            refusal = why;
-            rtype = "invalid_routing";
-        }
-        routing = field_routing;
-        routing_len = field_routing_len;
-    }
-    if (!skip && refusal == NULL) {
-        if (have_bulk && bulk.index != NULL) {
-            snprintf(index, sizeof(index), "%s", bulk.index);
+    if (pl.kind == EKF_PLAN_ADD) {
+        if (pl.index != NULL) {
+            snprintf(index, sizeof(index), "%s", pl.index);
         } else {
             rd_kafka_timestamp_type_t tst;
             int64_t ts = rd_kafka_message_timestamp(m, &tst);
@@ -629,107 +530,77 @@ static void handle_message(job_t *job, const rd_kafka_message_t *m)
                 ts = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
             }
             if (ekf_template_expand(job->o.index, topic, m->partition, ts, index,
-                                    sizeof(index))) {
-                refusal = "the index name is longer than 255 bytes";
-                rtype = "invalid_index_name";
-            }
+                                    sizeof(index)))
+                ekf_plan_refuse_index(&pl);
         }
     }
-    if (skip) {
-        job->skipped++;
-        ekf_track_set(&part->track, m->offset, EKF_DONE);
-        goto out;
+    size_t ilen = strlen(index), plen = pl.pipeline ? strlen(pl.pipeline) : 0;
+    size_t size = sizeof(doc_t) + ilen + 1 + pl.id_len + 1 + pl.routing_len + 1 + plen + 1 +
+                  m->key_len + m->len + 2;
+    doc_t *d = malloc(size);
+    char *p;
+    if (d == NULL) {
+        ekf_plan_free(&pl);
+        say("out of memory");
+        job->fatal = 1;
+        return;
     }
-    {
-        size_t ilen = strlen(index), plen = have_bulk && bulk.pipeline ? strlen(bulk.pipeline) : 0;
-        size_t size = sizeof(doc_t) + ilen + 1 + id_len + 1 + routing_len + 1 + plen + 1 +
-                      m->key_len + m->len + 2;
-        doc_t *d = malloc(size);
-        char *p;
-        if (d == NULL)
-            goto nomem;
-        memset(d, 0, sizeof(*d));
-        d->part = part;
-        d->gen = part->gen;
-        d->offset = m->offset;
-        d->op = op;
-        d->version = d->if_seq_no = d->if_primary_term = -1;
-        d->retry_on_conflict = -1;
-        p = d->data;
-        /* the original value and key first: a body points into the value */
-        d->has_value = m->payload != NULL;
-        d->value = p;
-        d->value_len = m->len;
-        if (m->len)
-            memcpy(p, m->payload, m->len);
-        p += m->len;
-        *p++ = '\0';
-        d->has_key = m->key != NULL;
-        d->key = p;
-        d->key_len = m->key_len;
-        if (m->key_len)
-            memcpy(p, m->key, m->key_len);
-        p += m->key_len;
-        *p++ = '\0';
-        if (body != NULL) {
-            d->body = d->value + (body - (const char *)m->payload);
-            d->body_len = body_len;
-        }
-        d->index = memcpy(p, index, ilen + 1);
-        p += ilen + 1;
-        if (id != NULL) {
-            d->id = memcpy(p, id, id_len);
-            p[id_len] = '\0';
-            d->id_len = id_len;
-        }
-        p += id_len + 1;
-        if (routing != NULL) {
-            d->routing = memcpy(p, routing, routing_len);
-            p[routing_len] = '\0';
-            d->routing_len = routing_len;
-        }
-        p += routing_len + 1;
-        if (plen) {
-            d->pipeline = memcpy(p, bulk.pipeline, plen + 1);
-            d->has_opts = 1;
-        }
-        if (have_bulk) {
-            d->if_seq_no = bulk.if_seq_no;
-            d->if_primary_term = bulk.if_primary_term;
-            d->require_alias = bulk.require_alias;
-            d->retry_on_conflict = bulk.retry_on_conflict;
-            if (bulk.version >= 0) {
-                d->version = bulk.version;
-                d->version_type = bulk.version_type;
-            }
-            d->has_opts |= d->if_seq_no >= 0 || d->require_alias || d->retry_on_conflict >= 0 ||
-                           d->version >= 0;
-        }
-        /* the offset as an external version: a message sent again after a
-         * newer one of its key was indexed cannot undo it */
-        if (job->o.versioning == EKF_VERSION_OFFSET && d->version < 0 && d->if_seq_no < 0 &&
-            (op == ESBULK_OP_INDEX || op == ESBULK_OP_DELETE)) {
-            d->version = m->offset;
-            d->version_type = ESBULK_VERSION_EXTERNAL_GTE;
-            d->has_opts = 1;
-        }
-        if (refusal != NULL) {
-            refuse(job, d, refusal, 400, rtype);
-        } else if (job->held.head != NULL || job->resend.head != NULL || add_doc(job, d) != 0) {
-            q_push(&job->held, d);
-            if (job->waiting_since_ns == 0)
-                job->waiting_since_ns = now_ns();
-        }
+    memset(d, 0, sizeof(*d));
+    d->part = part;
+    d->gen = part->gen;
+    d->offset = m->offset;
+    d->op = pl.op;
+    p = d->data;
+    /* the original value and key first: the body points into the value */
+    d->has_value = m->payload != NULL;
+    d->value = p;
+    d->value_len = m->len;
+    if (m->len)
+        memcpy(p, m->payload, m->len);
+    p += m->len;
+    *p++ = '\0';
+    d->has_key = m->key != NULL;
+    d->key = p;
+    d->key_len = m->key_len;
+    if (m->key_len)
+        memcpy(p, m->key, m->key_len);
+    p += m->key_len;
+    *p++ = '\0';
+    if (pl.body != NULL) {
+        d->body = d->value + (pl.body - (const char *)m->payload);
+        d->body_len = pl.body_len;
     }
-    goto out;
-nomem:
-    say("out of memory");
-    job->fatal = 1;
-out:
-    json_decref(obj);
-    free(field_id);
-    free(field_routing);
-    ekf_bulk_free(&bulk);
+    d->index = memcpy(p, index, ilen + 1);
+    p += ilen + 1;
+    if (pl.id != NULL) {
+        d->id = memcpy(p, pl.id, pl.id_len);
+        p[pl.id_len] = '\0';
+        d->id_len = pl.id_len;
+    }
+    p += pl.id_len + 1;
+    if (pl.routing != NULL) {
+        d->routing = memcpy(p, pl.routing, pl.routing_len);
+        p[pl.routing_len] = '\0';
+        d->routing_len = pl.routing_len;
+    }
+    p += pl.routing_len + 1;
+    if (plen)
+        d->pipeline = memcpy(p, pl.pipeline, plen + 1);
+    d->version = pl.version;
+    d->version_type = pl.version_type;
+    d->if_seq_no = pl.if_seq_no;
+    d->if_primary_term = pl.if_primary_term;
+    d->require_alias = pl.require_alias;
+    d->retry_on_conflict = pl.retry_on_conflict;
+    d->has_opts = pl.has_opts;
+    if (pl.kind == EKF_PLAN_REFUSE) {
+        refuse(job, d, pl.reason, 400, pl.error_type);
+    } else if (job->held.head != NULL || job->resend.head != NULL || add_doc(job, d) != 0) {
+        q_push(&job->held, d);
+        if (job->waiting_since_ns == 0)
+            job->waiting_since_ns = now_ns();
+    }
+    ekf_plan_free(&pl);
 }
 
 /* ------------------------------------------------------------------------

@@ -333,3 +333,157 @@ void ekf_dl_headers(ekf_header_t out[EKF_DL_HEADERS], ekf_dl_nums_t *nums, const
     out[5].name = "esbulk.offset";
     out[5].value = nums->offset;
 }
+
+static void plan_refuse(ekf_plan_t *pl, const char *reason, const char *type)
+{
+    pl->kind = EKF_PLAN_REFUSE;
+    pl->reason = reason;
+    pl->error_type = type;
+}
+
+void ekf_plan_refuse_index(ekf_plan_t *pl)
+{
+    plan_refuse(pl, "the index name is longer than 255 bytes", "invalid_index_name");
+}
+
+void ekf_plan_free(ekf_plan_t *pl)
+{
+    free(pl->field_id);
+    free(pl->field_routing);
+    ekf_bulk_free(&pl->bulk);
+    pl->field_id = pl->field_routing = NULL;
+}
+
+int ekf_plan(ekf_plan_t *pl, const ekf_opts_t *o, const char *topic, int32_t partition,
+             int64_t offset, const char *key, size_t key_len, const char *value,
+             size_t value_len)
+{
+    json_t *obj = NULL;
+    int rc = 0, e;
+
+    memset(pl, 0, sizeof(*pl));
+    pl->kind = EKF_PLAN_ADD;
+    pl->op = ESBULK_OP_INDEX;
+    pl->version = pl->if_seq_no = pl->if_primary_term = -1;
+    pl->retry_on_conflict = -1;
+    if (value == NULL) {
+        /* a tombstone: deletes the document of its key with --id key;
+         * under the other modes it names no document, and is skipped */
+        if (o->id_mode != EKF_ID_KEY || key == NULL || key_len == 0) {
+            pl->kind = EKF_PLAN_SKIP;
+            return 0;
+        }
+        pl->op = ESBULK_OP_DELETE;
+        pl->id = key;
+        pl->id_len = key_len;
+        /* its document was routed by a field of a value it does not have:
+         * a delete by _id alone would look in the wrong shard */
+        if (o->routing_field != NULL) {
+            plan_refuse(pl, "a tombstone has no value to take the routing field from",
+                        "invalid_routing");
+            return 0;
+        }
+    } else if (o->format == EKF_FMT_BULK) {
+        ekf_bulk_t *b = &pl->bulk;
+        e = ekf_bulk_parse(value, value_len, b, pl->why, sizeof(pl->why));
+        if (e == -2)
+            return -2;
+        if (e == -1) {
+            plan_refuse(pl, pl->why, "invalid_action");
+            return 0;
+        }
+        pl->op = b->op;
+        pl->body = b->source;
+        pl->body_len = b->source_len;
+        pl->index = b->index;
+        pl->pipeline = b->pipeline;
+        if (b->id != NULL) {
+            pl->id = b->id;
+            pl->id_len = strlen(b->id);
+        }
+        if (b->routing != NULL) {
+            pl->routing = b->routing;
+            pl->routing_len = strlen(b->routing);
+        }
+        pl->version = b->version;
+        pl->version_type = b->version_type;
+        pl->if_seq_no = b->if_seq_no;
+        pl->if_primary_term = b->if_primary_term;
+        pl->require_alias = b->require_alias;
+        pl->retry_on_conflict = b->retry_on_conflict;
+    } else {
+        pl->body = value;
+        pl->body_len = value_len;
+    }
+    /* the source's fields, for --id field: and --routing-field */
+    if (pl->body != NULL && ((o->id_mode == EKF_ID_FIELD && pl->id == NULL) ||
+                             (o->routing_field != NULL && pl->routing == NULL))) {
+        json_error_t jerr;
+        obj = json_loadb(pl->body, pl->body_len, 0, &jerr);
+        if (!json_is_object(obj)) {
+            snprintf(pl->why, sizeof(pl->why), "not one JSON object%s%s", obj ? "" : ": ",
+                     obj ? "" : jerr.text);
+            plan_refuse(pl, pl->why, "invalid_json");
+            goto out;
+        }
+    }
+    if (pl->id == NULL) {
+        if (o->id_mode == EKF_ID_OFFSET) {
+            int n = ekf_offset_id(topic, partition, offset, pl->idbuf, sizeof(pl->idbuf));
+            if (n < 0 || n >= (int)sizeof(pl->idbuf)) {
+                plan_refuse(pl, "the topic's name makes an _id too long", "invalid_id");
+                goto out;
+            }
+            pl->id = pl->idbuf;
+            pl->id_len = (size_t)n;
+        } else if (o->id_mode == EKF_ID_KEY) {
+            if (key == NULL || key_len == 0) {
+                plan_refuse(pl, "the message has no key (--id key)", "invalid_id");
+                goto out;
+            }
+            pl->id = key;
+            pl->id_len = key_len;
+        } else if (pl->body == NULL) {
+            plan_refuse(pl, "a delete without _id in its action line (--id field)",
+                        "invalid_id");
+            goto out;
+        } else {
+            e = ekf_field_text(obj, o->id_field, &pl->field_id, &pl->id_len, pl->why,
+                               sizeof(pl->why));
+            if (e == -2) {
+                rc = -2;
+                goto out;
+            }
+            if (e == -1) {
+                plan_refuse(pl, pl->why, "invalid_id");
+                goto out;
+            }
+            pl->id = pl->field_id;
+        }
+    }
+    if (pl->routing == NULL && o->routing_field != NULL && pl->body != NULL) {
+        e = ekf_field_text(obj, o->routing_field, &pl->field_routing, &pl->routing_len,
+                           pl->why, sizeof(pl->why));
+        if (e == -2) {
+            rc = -2;
+            goto out;
+        }
+        if (e == -1) {
+            plan_refuse(pl, pl->why, "invalid_routing");
+            goto out;
+        }
+        pl->routing = pl->field_routing;
+    }
+    /* the offset as an external version: a message sent again after a
+     * newer one of its key was indexed cannot undo it */
+    if (o->versioning == EKF_VERSION_OFFSET && pl->version < 0 && pl->if_seq_no < 0 &&
+        (pl->op == ESBULK_OP_INDEX || pl->op == ESBULK_OP_DELETE)) {
+        pl->version = offset;
+        pl->version_type = ESBULK_VERSION_EXTERNAL_GTE;
+    }
+    pl->has_opts = pl->version >= 0 || pl->if_seq_no >= 0 || pl->pipeline != NULL ||
+                   pl->require_alias || pl->retry_on_conflict >= 0;
+out:
+    json_decref(obj);
+    return rc;
+}

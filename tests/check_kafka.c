@@ -287,6 +287,155 @@ START_TEST(test_dead_letter_headers)
 }
 END_TEST
 
+/* ---- what a message becomes ---- */
+
+/* Options from "key=value" settings (group and topic given), checked. */
+static void opts_of(ekf_opts_t *o, const char *const *settings)
+{
+    char err[256];
+    ck_assert_int_eq(ekf_opts_init(o), 0);
+    ck_assert_int_eq(ekf_opts_set(o, "group", "g", 1, err, sizeof(err)), 0);
+    ck_assert_int_eq(ekf_opts_set(o, "topic", "t", 1, err, sizeof(err)), 0);
+    for (; settings != NULL && *settings != NULL; settings++) {
+        char kv[128];
+        snprintf(kv, sizeof(kv), "%s", *settings);
+        char *eq = strchr(kv, '=');
+        *eq = '\0';
+        ck_assert_msg(ekf_opts_set(o, kv, eq + 1, 1, err, sizeof(err)) == 0, "%s", err);
+    }
+    ck_assert_int_eq(ekf_opts_check(o, err, sizeof(err)), 0);
+}
+
+static size_t len_of(const char *s)
+{
+    return s != NULL ? strlen(s) : 0;
+}
+#define PLAN(pl, o, off, key, value) \
+    ck_assert_int_eq(ekf_plan(pl, o, "orders", 2, off, key, len_of(key), value, len_of(value)), 0)
+
+START_TEST(test_plan_offset_and_key)
+{
+    ekf_opts_t o;
+    ekf_plan_t pl;
+    opts_of(&o, NULL); /* --id offset */
+    PLAN(&pl, &o, 7, "k", "{\"a\":1}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_ADD);
+    ck_assert_int_eq(pl.op, ESBULK_OP_INDEX);
+    ck_assert_str_eq(pl.id, "orders-2-7");
+    ck_assert_uint_eq(pl.id_len, 10);
+    ck_assert_uint_eq(pl.body_len, 7);
+    ck_assert_int_eq(pl.has_opts, 0); /* no version: the _id is the message's own */
+    ekf_plan_free(&pl);
+    /* a tombstone names no document by its offset: skipped */
+    PLAN(&pl, &o, 8, "k", NULL);
+    ck_assert_int_eq(pl.kind, EKF_PLAN_SKIP);
+    ekf_plan_free(&pl);
+    ekf_opts_free(&o);
+
+    static const char *const key[] = {"id=key", NULL};
+    opts_of(&o, key);
+    PLAN(&pl, &o, 41, "cust-9", "{\"a\":1}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_ADD);
+    ck_assert_int_eq(memcmp(pl.id, "cust-9", 6), 0);
+    ck_assert_uint_eq(pl.id_len, 6);
+    ck_assert_int_eq(pl.version, 41); /* the offset as external_gte version */
+    ck_assert_int_eq(pl.version_type, ESBULK_VERSION_EXTERNAL_GTE);
+    ck_assert_int_eq(pl.has_opts, 1);
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 42, "cust-9", NULL); /* a tombstone deletes its key's document */
+    ck_assert_int_eq(pl.kind, EKF_PLAN_ADD);
+    ck_assert_int_eq(pl.op, ESBULK_OP_DELETE);
+    ck_assert_ptr_null(pl.body);
+    ck_assert_int_eq(pl.version, 42);
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 43, NULL, NULL); /* a tombstone without a key: nothing */
+    ck_assert_int_eq(pl.kind, EKF_PLAN_SKIP);
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 44, NULL, "{}"); /* a value without a key: refused */
+    ck_assert_int_eq(pl.kind, EKF_PLAN_REFUSE);
+    ck_assert_str_eq(pl.error_type, "invalid_id");
+    ekf_plan_free(&pl);
+    ekf_opts_free(&o);
+
+    static const char *const key_routed[] = {"id=key", "routing-field=shop", "versioning=none",
+                                             NULL};
+    opts_of(&o, key_routed);
+    PLAN(&pl, &o, 5, "c1", "{\"shop\":12}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_ADD);
+    ck_assert_str_eq(pl.routing, "12");
+    ck_assert_int_eq(pl.has_opts, 0);
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 6, "c1", NULL); /* no value to route the delete by */
+    ck_assert_int_eq(pl.kind, EKF_PLAN_REFUSE);
+    ck_assert_str_eq(pl.error_type, "invalid_routing");
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 7, "c1", "{\"other\":1}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_REFUSE);
+    ck_assert_str_eq(pl.error_type, "invalid_routing");
+    ck_assert_str_eq(pl.reason, "field \"shop\" is absent");
+    ekf_plan_free(&pl);
+    ekf_opts_free(&o);
+}
+END_TEST
+
+START_TEST(test_plan_field_and_bulk)
+{
+    ekf_opts_t o;
+    ekf_plan_t pl;
+    static const char *const field[] = {"id=field:uid", NULL};
+    opts_of(&o, field);
+    PLAN(&pl, &o, 1, NULL, "{\"uid\":\"u-1\",\"x\":2}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_ADD);
+    ck_assert_str_eq(pl.id, "u-1");
+    ck_assert_int_eq(pl.has_opts, 0); /* --versioning none by default for a field */
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 2, NULL, "{\"x\":2}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_REFUSE);
+    ck_assert_str_eq(pl.error_type, "invalid_id");
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 3, NULL, "not json");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_REFUSE);
+    ck_assert_str_eq(pl.error_type, "invalid_json");
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 4, "k", NULL);
+    ck_assert_int_eq(pl.kind, EKF_PLAN_SKIP);
+    ekf_plan_free(&pl);
+    ekf_opts_free(&o);
+
+    static const char *const bulk[] = {"format=bulk", "versioning=offset", NULL};
+    opts_of(&o, bulk);
+    /* the action's _index, _id and routing win */
+    PLAN(&pl, &o, 9, NULL, "{\"index\":{\"_index\":\"x\",\"_id\":\"7\",\"routing\":\"r\"}}\n{}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_ADD);
+    ck_assert_str_eq(pl.index, "x");
+    ck_assert_str_eq(pl.id, "7");
+    ck_assert_str_eq(pl.routing, "r");
+    ck_assert_int_eq(pl.version, 9);
+    ekf_plan_free(&pl);
+    /* no _id: the offset's */
+    PLAN(&pl, &o, 10, NULL, "{\"create\":{}}\n{\"a\":1}");
+    ck_assert_int_eq(pl.op, ESBULK_OP_CREATE);
+    ck_assert_str_eq(pl.id, "orders-2-10");
+    ck_assert_ptr_null(pl.index);
+    ck_assert_int_eq(pl.version, -1); /* a version is for index and delete */
+    ekf_plan_free(&pl);
+    /* the action's own version wins over the offset */
+    PLAN(&pl, &o, 11, NULL, "{\"index\":{\"version\":3,\"version_type\":\"external\"}}\n{}");
+    ck_assert_int_eq(pl.version, 3);
+    ck_assert_int_eq(pl.version_type, ESBULK_VERSION_EXTERNAL);
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 12, NULL, "{\"update\":{\"_id\":\"1\"}}\n{\"doc\":{}}");
+    ck_assert_int_eq(pl.op, ESBULK_OP_UPDATE);
+    ck_assert_int_eq(pl.has_opts, 0);
+    ekf_plan_free(&pl);
+    PLAN(&pl, &o, 13, NULL, "{\"index\":{}}");
+    ck_assert_int_eq(pl.kind, EKF_PLAN_REFUSE);
+    ck_assert_str_eq(pl.error_type, "invalid_action");
+    ekf_plan_free(&pl);
+    ekf_opts_free(&o);
+}
+END_TEST
+
 /* ---- settings ---- */
 
 START_TEST(test_config)
@@ -403,6 +552,8 @@ int main(void)
     tcase_add_test(tc, test_ids);
     tcase_add_test(tc, test_bulk);
     tcase_add_test(tc, test_dead_letter_headers);
+    tcase_add_test(tc, test_plan_offset_and_key);
+    tcase_add_test(tc, test_plan_field_and_bulk);
     tcase_add_test(tc, test_config);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
