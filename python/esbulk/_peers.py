@@ -55,6 +55,13 @@ def of_client(client: Any) -> Optional[str]:
         root = (getattr(klass, "__module__", None) or "").split(".")[0]
         if root in NAMES and root in INSTALLED:
             return root
+    if not isinstance(client, (str, bytes, list, tuple)) and not is_mock(client):
+        # an object of the user's that holds a client's transport (a
+        # wrapper): elasticsearch-py 8's is elastic-transport's
+        root = (type(getattr(client, "transport", None)).__module__ or "").split(".")[0]
+        root = ELASTICSEARCH if root == "elastic_transport" else root
+        if root in NAMES and root in INSTALLED:
+            return root
     return PRIMARY
 
 
@@ -65,3 +72,23 @@ def is_mock(client: Any) -> bool:
     implementation, which calls the mock as it expects."""
     mock = sys.modules.get("unittest.mock")
     return mock is not None and isinstance(client, mock.NonCallableMock)
+
+
+def calls_its_own_bulk(client: Any) -> bool:
+    """Whether a helper given client must call client.bulk() itself, so
+    that the call goes to the peer's own helper rather than to libesbulk
+    (which reads the hosts and credentials of a client and never calls
+    it): a mock (is_mock), or an object whose bulk() is not a peer client's
+    own (a wrapper of the user's with a bulk of its own, a subclass that
+    overrides it, a bulk patched onto the instance). Their bulk() is what
+    the caller asked to be called: libesbulk would skip it."""
+    if isinstance(client, (str, bytes, list, tuple)):
+        return False
+    if is_mock(client):
+        return True
+    if "bulk" in (getattr(client, "__dict__", None) or {}):
+        return True
+    f = getattr(type(client), "bulk", None)
+    if f is None:
+        return False
+    return (getattr(f, "__module__", None) or "").split(".")[0] not in NAMES

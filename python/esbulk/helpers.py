@@ -5,12 +5,18 @@
 
 bulk(), streaming_bulk() and parallel_bulk() take the same arguments, return
 the same values and raise the same exceptions (BulkIndexError with .errors, a
-subclass of the peer's BulkIndexError when opensearch-py or elasticsearch-py
-is installed) as opensearch-py's. What differs, and why:
+subclass of the BulkIndexError of opensearch-py and elasticsearch-py, of those
+installed) as the peer of the client they are given: each peer's signature of
+its installed version, its expand_action. The module has every other name of
+the installed peers' helpers too (scan, reindex, the async helpers,
+BULK_FLUSH, ScanError, errors...): what libesbulk does not speed up is the
+peer's own (see _peers). What differs, and why:
 
 - ``client`` may be an opensearch-py / elasticsearch-py client (its hosts,
   credentials and TLS settings are read from it: it is never called) or a URL
-  string or list of URLs.
+  string or list of URLs. A client whose bulk() is not the peer's own (a
+  mock, a wrapper with a bulk of its own) goes to the peer's helper, which
+  calls it.
 - Documents are sent by libesbulk: straight to the node of their primary
   shard, up to max.inflight.per.node requests per node at once, and every
   item refused with 429 (or 503) is retried with backoff in every helper,
@@ -906,6 +912,16 @@ def _streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                                    sum(c.left for c in chunks))
             yield from ready_heads()
 
+    def drain() -> Iterator[Any]:
+        """Sends what the library holds and yields every chunk's results."""
+        while chunks:
+            left = ix.flush(0.2)
+            yield from ready_heads()
+            if chunks and left == 0 and chunks[0].left:
+                # never: every accepted document gets exactly one result
+                raise RuntimeError("esbulk: %d result(s) never came" %
+                                   sum(c.left for c in chunks))
+
     def source() -> Iterator[Any]:
         """The actions; _FLUSH when flush_after_seconds passed without one."""
         nonlocal reader
@@ -971,6 +987,10 @@ def _streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                         yield from out(wait_window())
                         # sent now, not after the library's flush.interval.ms
                         ix.flush(0.001)
+                    if a is BULK_FLUSH or a is _PEER_FLUSH:
+                        # as elasticsearch-py's: what was read so far is sent
+                        # and its results yielded before the next action is read
+                        yield from out(drain())
                     ix.poll(0)
                     yield from out(ready_heads())
                     continue
@@ -1062,13 +1082,7 @@ def _streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             # every chunk it sent before reading on, yield the results of
             # what was handed to the library, then re-raise.
             input_error = e
-        while chunks:
-            left = ix.flush(0.2)
-            yield from ready_heads()
-            if chunks and left == 0 and chunks[0].left:
-                # never: every accepted document gets exactly one result
-                raise RuntimeError("esbulk: %d result(s) never came" %
-                                   sum(c.left for c in chunks))
+        yield from drain()
         clean = True
         if input_error is not None:
             raise input_error
@@ -1193,9 +1207,10 @@ def _signature(peer: Optional[str], name: str) -> inspect.Signature:
 
 
 def _peer_function(client: Any, name: str) -> Any:
-    """The peer's own helper name when client is a mock (see
-    _peers.is_mock), else None."""
-    if _peers.is_mock(client):
+    """The peer's own helper name when client's bulk() must be called (a
+    mock, a wrapper of the user's: see _peers.calls_its_own_bulk), else
+    None."""
+    if _peers.calls_its_own_bulk(client):
         return getattr(_peers.module(_peers.of_client(client)), name, None)
     return None
 
@@ -1360,7 +1375,8 @@ def reindex(client: Any, source_index: Any, target_index: Any, *args: Any,
     """As the peer's reindex (its signature: that of client's peer): the
     documents read with the peer's scan, written with esbulk's bulk."""
     flavour = _peers.of_client(client)
-    if _peers.is_mock(client):
+    target = kwargs.get("target_client") or (args[1] if len(args) > 1 else None)
+    if _peers.is_mock(client) or _peers.calls_its_own_bulk(target or client):
         return _by_client("reindex", client)(  # type: ignore[no-any-return]
             client, source_index, target_index, *args, **kwargs)
     f = _by_client("reindex", client)
