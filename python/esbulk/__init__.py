@@ -15,7 +15,7 @@ from ._indexer import JSON_ENCODER, Indexer, Result
 from . import errors as _errors
 from .errors import ConfigError, EsbulkError, InvalidDocumentError, QueueFullError, TransportError
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 
 def library_version() -> str:
