@@ -308,17 +308,18 @@ def test_an_action_without_an_index_fails_its_chunk_as_the_peers(peer):
     (400, "index is missing"), raised as the peer's 400 class, or with
     raise_on_exception=False every action of that chunk a failed item. Ours
     raised ValueError before anything was sent."""
-    def case(raise_on_exception, raise_on_error):
+    def case(raise_on_exception, raise_on_error, ignore_status=()):
         def run(h, index):
             acts = ([{"_index": index, "_id": "a%d" % k, "a": k} for k in range(3)] +
                     [{"_id": "none", "a": 9}, {"_index": index, "_id": "b", "a": 1}] +
                     [{"_index": index, "_id": "c%d" % k, "a": k} for k in range(3)])
             return list(h.streaming_bulk(peer.client, acts, chunk_size=3,
                                          raise_on_exception=raise_on_exception,
-                                         raise_on_error=raise_on_error))
+                                         raise_on_error=raise_on_error,
+                                         ignore_status=ignore_status))
         return run
 
-    for flags in ((True, True), (False, False), (False, True)):
+    for flags in ((True, True), (False, False), (False, True), (True, True, 400)):
         got_peer, got_ours, n_peer, n_ours = both(peer, case(*flags))
         assert got_ours == got_peer, flags
         assert n_ours >= n_peer, flags
