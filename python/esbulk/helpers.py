@@ -56,8 +56,11 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib, _peers
 from ._clib import lib
-from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _aws_keys, _dumps,
-                       _make_result, _utf8, conf_key, conf_value, encode_body)
+from ._actions import _IGNORED_OPTS, _SOURCE_FILTER_MSG
+from ._conf import _aws_keys, conf_key, conf_value
+from ._indexer import Indexer, _utf8
+from ._json import _dumps, encode_body
+from ._result import Result, _make_result
 from . import errors as _errors
 from .errors import ConfigError, TransportError
 
