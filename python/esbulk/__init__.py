@@ -11,7 +11,9 @@ elasticsearch-py's bulk helpers (bulk, streaming_bulk).
 from typing import Any
 
 from ._clib import lib as _lib
-from ._indexer import JSON_ENCODER, Indexer, Result
+from ._indexer import Indexer
+from ._json import JSON_ENCODER
+from ._result import Result
 from . import errors as _errors
 from .errors import ConfigError, EsbulkError, InvalidDocumentError, QueueFullError, TransportError
 
