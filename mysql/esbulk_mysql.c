@@ -291,7 +291,7 @@ int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char
     job->rows_unmappable++;
     if (u->table)
         t->rows_failed++;
-    esm_dead_letter(job, phase, t, id, why, 0, "unmappable_row", body, body_len);
+    esm_dead_letter(job, phase, t, NULL, id, why, 0, "unmappable_row", body, body_len);
     if (job->rows_unmappable <= 5)
         esm_log("%s %s: %s", t->fullname, id[0] ? id : "''", why);
     if (!job->on_error_stop)
@@ -301,14 +301,14 @@ int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char
     return 1;
 }
 
-void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *id,
-                     const char *reason, int32_t status, const char *error_type,
+void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *index,
+                     const char *id, const char *reason, int32_t status, const char *error_type,
                      const char *body, size_t body_len)
 {
     if (!job->dead)
         return;
     esm_buf_t line = {0};
-    if (esm_dead_letter_line(&line, phase, t ? t->fullname : NULL, t ? t->index : NULL, id,
+    if (esm_dead_letter_line(&line, phase, t ? t->fullname : NULL, t ? t->index : index, id,
                              reason, status, error_type, body, body_len) == 0)
         fwrite(line.p, 1, line.len, job->dead);
     else
@@ -331,6 +331,19 @@ static const char *local_error_type(esbulk_err_t err)
     case ESBULK_ERR_NOMEM: return "nomem";
     default: return "esbulk_error";
     }
+}
+
+/* The one table whose configured index is index, or NULL. */
+static esm_table_t *table_of_index(esm_job_t *job, const char *index)
+{
+    esm_table_t *found = NULL;
+    for (int i = 0; index && i < job->ntables; i++)
+        if (!strcmp(job->tables[i].index, index)) {
+            if (found)
+                return NULL;
+            found = &job->tables[i];
+        }
+    return found;
 }
 
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
@@ -383,7 +396,11 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
                  oc == ESBULK_OUTCOME_POSSIBLY ? "possibly indexed: " : "",
                  esbulk_result_error_reason(r) ? esbulk_result_error_reason(r)
                                                : esbulk_err2str(esbulk_result_err(r)));
-        esm_dead_letter(job, unit_phase(u), u->table, esbulk_result_id(r), reason, status,
+        /* a binlog batch holds the changes of every table: the table is
+         * the one whose index answered (none when several share it) */
+        esm_table_t *t = u->table ? u->table : table_of_index(job, esbulk_result_index(r));
+        esm_dead_letter(job, unit_phase(u), t, esbulk_result_index(r), esbulk_result_id(r),
+                        reason, status,
                         esbulk_result_error_type(r) ? esbulk_result_error_type(r)
                                                     : local_error_type(esbulk_result_err(r)),
                         body, blen);
@@ -646,8 +663,8 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
         if (unit->table)
             t->rows_failed++;
         /* the document as it was given, the row's content kept */
-        esm_dead_letter(job, unit_phase(unit), t, idbuf, errstr, 0, local_error_type(err), body,
-                        body_len);
+        esm_dead_letter(job, unit_phase(unit), t, NULL, idbuf, errstr, 0, local_error_type(err),
+                        body, body_len);
         if (job->on_error_stop) {
             unit->blocked = 1;
             job->stop = 1;
