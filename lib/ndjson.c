@@ -325,8 +325,15 @@ esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len,
 
         err = esbulk__json_check(body + first, last - first, &what, &pos);
         if (err == ESBULK_ERR_INVALID_JSON) {
-            esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s at byte %zu", what,
-                           first + pos);
+            unsigned char c = pos < last - first ? (unsigned char)body[first + pos] : 0;
+
+            /* a byte that is not text is named (it does not print) */
+            if (c >= 0x80 || (c < 0x20 && pos < last - first))
+                esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s (0x%02x) at byte "
+                               "%zu", what, c, first + pos);
+            else
+                esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s at byte %zu", what,
+                               first + pos);
             return err;
         }
         if (err != ESBULK_OK) {
