@@ -62,17 +62,32 @@ def _default(data: Any) -> Any:
     raise TypeError("Unable to serialize %r (type: %s)" % (data, type(data)))
 
 
+_json_enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default)
+
+
+def _json_dumps(obj: Any) -> bytes:
+    return _json_enc.encode(obj).encode("utf-8")
+
+
 try:
     import orjson as _orjson  # type: ignore
 
-    # called per document: a partial (C), no Python wrapper
-    _dumps: Callable[[Any], bytes] = functools.partial(_orjson.dumps, default=_default)
-    JSON_ENCODER = "orjson"
-except ImportError:  # pragma: no cover - depends on what is installed
-    _json_enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default)
+    # called per document in the loops of many documents: a partial (C), no
+    # Python wrapper; they catch its TypeError and encode again with _dumps
+    _dumps_fast: Callable[[Any], bytes] = functools.partial(_orjson.dumps, default=_default)
 
     def _dumps(obj: Any) -> bytes:
-        return _json_enc.encode(obj).encode("utf-8")
+        try:
+            return _dumps_fast(obj)
+        except TypeError as e:
+            # orjson holds integers of 64 bits at most (2**64 and -2**63 - 1
+            # are valid JSON, sent as their digits): json writes them
+            if "64-bit" not in str(e):
+                raise
+            return _json_dumps(obj)
+    JSON_ENCODER = "orjson"
+except ImportError:  # pragma: no cover - depends on what is installed
+    _dumps_fast = _dumps = _json_dumps
     JSON_ENCODER = "json"
 
 Body = Union[Mapping[str, Any], str, bytes, bytearray, memoryview, None]
@@ -564,9 +579,16 @@ def _encode_strs(v: Sequence[Any]) -> List[Optional[bytes]]:
 
 def _encode_all(bodies: Iterable[Body]) -> List[Optional[bytes]]:
     """encode_body of each, with the common cases (dict, bytes) inline."""
-    d = _dumps
-    return [b if type(b) is bytes else d(b) if type(b) is dict else encode_body(b)
-            for b in bodies]
+    d = _dumps_fast
+    if not isinstance(bodies, (list, tuple)):
+        bodies = list(bodies)
+    try:
+        return [b if type(b) is bytes else d(b) if type(b) is dict else encode_body(b)
+                for b in bodies]
+    except TypeError:
+        # an integer past 64 bits for orjson (encode_body takes it), or a
+        # value nothing encodes (encode_body raises it again)
+        return [encode_body(b) for b in bodies]
 
 
 def _aws_keys(creds: Any) -> Dict[str, str]:

@@ -48,8 +48,8 @@ from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mappin
 
 from . import _clib
 from ._clib import lib
-from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _aws_keys, _dumps,
-                       _make_result, _utf8, conf_key, conf_value, encode_body)
+from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _aws_keys,
+                       _dumps_fast, _make_result, _utf8, conf_key, conf_value, encode_body)
 from . import errors as _errors
 from .errors import ConfigError, TransportError
 
@@ -894,7 +894,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             flushed = False
             yield a
 
-    dumps = _dumps
+    dumps = _dumps_fast
     # a plain action dict's keys (as a tuple, in order) -> _shape's answer
     shapes: Dict[Tuple[Any, ...], Any] = {}
     in_yield = False  # inside a yield of results (see out())
@@ -975,7 +975,11 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     body = None
                 else:
                     t = type(data)
-                    body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
+                    try:
+                        body = data if t is bytes else dumps(data) if t is dict else \
+                            encode_body(data)
+                    except TypeError:
+                        body = encode_body(data)  # an integer past orjson's 64 bits
                 # the action line's and the body's bytes, as opensearch-py's
                 # chunker counts them (max_chunk_bytes)
                 if type(m) is dict and m.keys() - _FAST_META:
