@@ -295,7 +295,7 @@ static int unique_keys(jcheck_t *c)
     jkey_t *k = c->keys + c->base;
     size_t n = c->nkeys - c->base, i, j;
 
-    if (n <= 8) {
+    if (n <= 16) { /* pairwise: 120 hash compares at most, cheaper than a sort */
         for (i = 1; i < n; i++)
             for (j = 0; j < i; j++)
                 if (key_eq(c, &k[i], &k[j]))
