@@ -155,7 +155,9 @@ static void check_body(const char *body, size_t len, int validate)
     if (err != ESBULK_OK) {
         if (buf.len != 1)
             FAIL("a refused body changed the buffer");
-        if (validate && json_is_object(in))
+        /* jansson takes a raw NUL byte between tokens, which JSON does not
+         * allow (nor does the server) */
+        if (validate && json_is_object(in) && memchr(body, '\0', len) == NULL)
             FAIL("a JSON object was refused: %s", errstr);
     } else {
         one_line("the body line", buf.data + 1, buf.len - 1);
