@@ -200,6 +200,7 @@ typedef struct {
 /* A parsed bulk action line. Strings point into root (or the buffers). */
 typedef struct {
     json_t *root;
+    int big_int; /* the line holds an integer past int64, read as a real */
     esbulk_op_t op;
     const char *index, *id, *routing;
     size_t id_len, routing_len;
@@ -1007,8 +1008,17 @@ static int op_from_name(const char *s, esbulk_op_t *op)
  * On success a->root holds the parse. */
 static int parse_action_shape(const char *s, size_t n, action_t *a)
 {
-    json_t *root = json_loadb(s, n, 0, NULL), *meta;
+    json_error_t jerr;
+    json_t *root = json_loadb(s, n, 0, &jerr), *meta;
     const char *key;
+
+    if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
+        /* an integer past jansson's int64 is valid JSON: the line's shape
+         * still says whether it is an action line (the document then fails,
+         * parse_action) */
+        root = json_loadb(s, n, JSON_DECODE_INT_AS_REAL, NULL);
+        a->big_int = root != NULL;
+    }
 
     if (!json_is_object(root) || json_object_size(root) != 1) {
         json_decref(root);
@@ -1132,6 +1142,9 @@ static int parse_action(load_t *L, const char *s, size_t n, action_t *a)
     a->opts.retry_on_conflict = -1;
     if (parse_action_shape(s, n, a) != 0)
         return -1;
+    if (a->big_int)
+        why(a, "the action line holds an integer past int64, which load cannot read exactly "
+               "(an _id or routing: give it as a string)");
     json_object_foreach(a->root, key, v)
         meta = v;
     a->index = L->index;

@@ -1,7 +1,8 @@
 /* Bulk request lines. */
 #include "ndjson.h"
 
-#include <jansson.h>
+#include "json.h"
+
 #include <string.h>
 #include <xxhash.h>
 
@@ -317,17 +318,28 @@ esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len,
         return ESBULK_ERR_INVALID_JSON;
     }
     if (validate) {
-        json_error_t jerr;
-        /* a key twice: the server refuses the document (Duplicate field) */
-        json_t *j = json_loadb(body + first, last - first, JSON_REJECT_DUPLICATES, &jerr);
+        /* a syntax check only: a number of any size is valid, and is sent
+         * as its digits */
+        const char *what = NULL;
+        size_t pos = 0;
 
-        if (!json_is_object(j)) {
-            esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s at byte %d",
-                           j ? "not an object" : jerr.text, j ? 0 : jerr.position);
-            json_decref(j);
-            return ESBULK_ERR_INVALID_JSON;
+        err = esbulk__json_check(body + first, last - first, &what, &pos);
+        if (err == ESBULK_ERR_INVALID_JSON) {
+            unsigned char c = pos < last - first ? (unsigned char)body[first + pos] : 0;
+
+            /* a byte that is not text is named (it does not print) */
+            if (c >= 0x80 || (c < 0x20 && pos < last - first))
+                esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s (0x%02x) at byte "
+                               "%zu", what, c, first + pos);
+            else
+                esbulk__errstr(errstr, errstr_size, "body is not valid JSON: %s at byte %zu", what,
+                               first + pos);
+            return err;
         }
-        json_decref(j);
+        if (err != ESBULK_OK) {
+            esbulk__errstr(errstr, errstr_size, "%s", esbulk_err2str(err));
+            return err;
+        }
     }
     /* copy the runs between CR/LF bytes (memchr: most bodies have none) */
     start = first;

@@ -61,7 +61,8 @@ esbulk_err_t esbulk__action_line_opts(esbulk__buf_t *buf, esbulk_op_t op, const 
 
 /* Appends body to buf without raw CR and LF bytes (in valid JSON they can
  * only be whitespace), then "\n". Checks that what remains is one object:
- * first and last non-blank bytes '{' and '}' (full parse when validate).
+ * first and last non-blank bytes '{' and '}' (with validate, the syntax check of
+ * json.h: any number is valid).
  * ESBULK_ERR_INVALID_JSON with a message on failure; buf is unchanged. */
 esbulk_err_t esbulk__body_line(esbulk__buf_t *buf, const char *body, size_t len, int validate,
                                char *errstr, size_t errstr_size);

@@ -454,12 +454,7 @@ static int flush_table(esm_job_t *job, esm_table_t *t, esm_unit_t *unit)
             hit->found = 1;
             char why[300];
             if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-                job->rows_unmappable++;
-                esm_dead_letter(job, "binlog", t, id.p, why, 0, NULL, NULL, 0);
-                if (job->on_error_stop) {
-                    unit->blocked = 1;
-                    job->stop = 1;
-                }
+                esm_row_unmappable(job, unit, t, "binlog", id.p, why, NULL, 0);
                 continue;
             }
             esm_add_doc(job, unit, t, id.p, id.len, body.p, body.len, hit->version);

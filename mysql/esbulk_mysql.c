@@ -291,7 +291,7 @@ int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char
     job->rows_unmappable++;
     if (u->table)
         t->rows_failed++;
-    esm_dead_letter(job, phase, t, id, why, 0, NULL, body, body_len);
+    esm_dead_letter(job, phase, t, NULL, id, why, 0, "unmappable_row", body, body_len);
     if (job->rows_unmappable <= 5)
         esm_log("%s %s: %s", t->fullname, id[0] ? id : "''", why);
     if (!job->on_error_stop)
@@ -301,36 +301,49 @@ int esm_row_unmappable(esm_job_t *job, esm_unit_t *u, esm_table_t *t, const char
     return 1;
 }
 
-void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *id,
-                     const char *reason, int32_t status, const char *error_type,
+void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *index,
+                     const char *id, const char *reason, int32_t status, const char *error_type,
                      const char *body, size_t body_len)
 {
     if (!job->dead)
         return;
-    json_t *o = json_object();
-    json_object_set_new(o, "phase", json_string(phase));
-    if (t) {
-        json_object_set_new(o, "table", json_string(t->fullname));
-        json_object_set_new(o, "index", json_string(t->index));
-    }
-    json_object_set_new(o, "id", id ? json_string(id) : json_null());
-    json_object_set_new(o, "reason", json_string(reason ? reason : "unknown"));
-    if (status)
-        json_object_set_new(o, "status", json_integer(status));
-    if (error_type)
-        json_object_set_new(o, "error_type", json_string(error_type));
-    json_t *doc = NULL;
-    if (body && body_len)
-        doc = json_loadb(body, body_len, 0, NULL);
-    json_object_set_new(o, "doc", doc ? doc : json_null());
-    char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-    if (line) {
-        fputs(line, job->dead);
-        fputc('\n', job->dead);
-        free(line);
-    }
+    esm_buf_t line = {0};
+    if (esm_dead_letter_line(&line, phase, t ? t->fullname : NULL, t ? t->index : index, id,
+                             reason, status, error_type, body, body_len) == 0)
+        fwrite(line.p, 1, line.len, job->dead);
+    else
+        esm_log("%s %s: out of memory writing its dead-letter line", t ? t->fullname : "-",
+                id ? id : "-");
+    esm_buf_free(&line);
     fflush(job->dead);
-    json_decref(o);
+}
+
+/* The error_type of a dead letter for a document libesbulk refused before
+ * sending it: the error's name (esbulk.h) in lower case, without
+ * ESBULK_ERR_. */
+static const char *local_error_type(esbulk_err_t err)
+{
+    switch (err) {
+    case ESBULK_ERR_INVALID_JSON: return "invalid_json";
+    case ESBULK_ERR_DOC_TOO_LARGE: return "doc_too_large";
+    case ESBULK_ERR_INVALID_UTF8: return "invalid_utf8";
+    case ESBULK_ERR_INVALID_ARG: return "invalid_arg";
+    case ESBULK_ERR_NOMEM: return "nomem";
+    default: return "esbulk_error";
+    }
+}
+
+/* The one table whose configured index is index, or NULL. */
+static esm_table_t *table_of_index(esm_job_t *job, const char *index)
+{
+    esm_table_t *found = NULL;
+    for (int i = 0; index && i < job->ntables; i++)
+        if (!strcmp(job->tables[i].index, index)) {
+            if (found)
+                return NULL;
+            found = &job->tables[i];
+        }
+    return found;
 }
 
 static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
@@ -383,8 +396,14 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque)
                  oc == ESBULK_OUTCOME_POSSIBLY ? "possibly indexed: " : "",
                  esbulk_result_error_reason(r) ? esbulk_result_error_reason(r)
                                                : esbulk_err2str(esbulk_result_err(r)));
-        esm_dead_letter(job, unit_phase(u), u->table, esbulk_result_id(r), reason, status,
-                        esbulk_result_error_type(r), body, blen);
+        /* a binlog batch holds the changes of every table: the table is
+         * the one whose index answered (none when several share it) */
+        esm_table_t *t = u->table ? u->table : table_of_index(job, esbulk_result_index(r));
+        esm_dead_letter(job, unit_phase(u), t, esbulk_result_index(r), esbulk_result_id(r),
+                        reason, status,
+                        esbulk_result_error_type(r) ? esbulk_result_error_type(r)
+                                                    : local_error_type(esbulk_result_err(r)),
+                        body, blen);
         if (job->docs_failed <= 5)
             esm_log("%s %s: %s", esbulk_result_index(r),
                     esbulk_result_id(r) ? esbulk_result_id(r) : "-", reason);
@@ -643,7 +662,9 @@ void esm_add_doc(esm_job_t *job, esm_unit_t *unit, esm_table_t *t, const char *i
         job->docs_failed++;
         if (unit->table)
             t->rows_failed++;
-        esm_dead_letter(job, unit_phase(unit), t, idbuf, errstr, 0, NULL, NULL, 0);
+        /* the document as it was given, the row's content kept */
+        esm_dead_letter(job, unit_phase(unit), t, NULL, idbuf, errstr, 0, local_error_type(err),
+                        body, body_len);
         if (job->on_error_stop) {
             unit->blocked = 1;
             job->stop = 1;
@@ -763,7 +784,7 @@ static int binlog_format_row(esm_job_t *job)
                 "--snapshot-only or --poll-column",
                 row && row[0] ? row[0] : "unknown");
     mysql_free_result(res);
-    return ok ? 0 : -1;
+    return ok ? 0 : -2;
 }
 
 typedef struct {
@@ -794,7 +815,7 @@ static int binlog_key_as_read(esm_kind_t kind, const colinfo_t *c)
 
 static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
 {
-    int rc = -1;
+    int rc = ESM_EXIT_FAILED; /* ESM_EXIT_USAGE where the configuration does not fit */
     colinfo_t *ci = NULL;
     int nci = 0;
     char **pk = NULL;
@@ -827,11 +848,13 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
     row = mysql_fetch_row(res);
     if (!row) {
         esm_log("table %s does not exist", t->fullname);
+        rc = ESM_EXIT_USAGE;
         goto out;
     }
     if (!row[0] || strcasecmp(row[0], "InnoDB")) {
         esm_log("table %s: engine %s: a consistent snapshot needs InnoDB", t->fullname,
                 row[0] ? row[0] : "(view)");
+        rc = ESM_EXIT_USAGE;
         goto out;
     }
     t->approx_rows = row[1] ? strtoull(row[1], NULL, 10) : 0;
@@ -940,6 +963,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
                 esm_log("table %s has no primary key: give the id columns (a unique key)",
                         t->fullname);
             esm_buf_free(&checks);
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
     }
@@ -957,6 +981,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         if (!c) {
             esm_log("table %s has no column %s", t->fullname, cname);
             esm_buf_free(&checks);
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
         char pat[512];
@@ -978,6 +1003,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         if (!c || c->nullable) {
             esm_log("table %s: key column %s is nullable", t->fullname, pk[i]);
             esm_buf_free(&checks);
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
         t->keys[i].name = strdup(c->name);
@@ -991,6 +1017,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
             esm_log("table %s: key column %s has a type that cannot be a key here",
                     t->fullname, pk[i]);
             esm_buf_free(&checks);
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
     }
@@ -1016,6 +1043,7 @@ static int describe_table(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
             esm_log("table %s: %s: --poll-column needs a DATETIME or TIMESTAMP column of the "
                     "table", t->fullname, c ? "not a DATETIME or TIMESTAMP" : "no such column");
             esm_buf_free(&sl);
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
         esm_buf_addc(&sl, ',');
@@ -1765,6 +1793,7 @@ int main(int argc, char **argv)
         job->state = json_load_file(job->state_path, 0, &jerr);
         if (!job->state || !json_is_object(job->state)) {
             esm_log("%s: not a state file: %s", job->state_path, jerr.text);
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
     } else {
@@ -1829,8 +1858,11 @@ int main(int argc, char **argv)
     json_t *st_tables = json_object_get(job->state, "tables");
     for (int i = 0; i < job->ntables; i++) {
         esm_table_t *t = &job->tables[i];
-        if (describe_table(job, &job->cfg.tables[i], t))
+        int e = describe_table(job, &job->cfg.tables[i], t);
+        if (e) {
+            rc = e; /* a table, column or key that does not fit: exit 2 */
             goto out;
+        }
         json_t *ts = json_object_get(st_tables, t->fullname);
         if (ts) {
             json_t *k = json_object_get(ts, "key");
@@ -1847,6 +1879,7 @@ int main(int argc, char **argv)
         job->dead = fopen(job->dead_letter_path, "a");
         if (!job->dead) {
             esm_log("%s: %s", job->dead_letter_path, strerror(errno));
+            rc = ESM_EXIT_USAGE;
             goto out;
         }
     }
@@ -1928,9 +1961,16 @@ int main(int argc, char **argv)
 
     /* a key the binlog cannot be followed on, or a server that logs
      * changes as statements: said before the snapshot, not after it */
-    if (!job->snapshot_only && !job->poll_column &&
-        (esm_binlog_keys_supported(job) || binlog_format_row(job)))
-        goto out;
+    if (!job->snapshot_only && !job->poll_column) {
+        int e = esm_binlog_keys_supported(job) ? -2 : binlog_format_row(job);
+        if (e) {
+            /* refused at start, nothing read or sent: the configuration (or
+             * the server's) must change, a restart cannot help */
+            if (e == -2)
+                rc = ESM_EXIT_USAGE;
+            goto out;
+        }
+    }
     /* a position to follow from must still be on the server */
     if (!job->snapshot_only && !job->poll_column) {
         json_t *b = json_object_get(job->state, "binlog");

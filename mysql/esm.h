@@ -45,6 +45,15 @@ int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
 int esm_json_string(esm_buf_t *out, const char *s, size_t len);
 /* 1 when s[0..len) is valid UTF-8. */
 int esm_utf8_valid(const char *s, size_t len);
+/* Appends a dead-letter line (esbulk-mysql(1), --dead-letter) and its "\n":
+ * every key always there; status null when <= 0 (the document was not
+ * sent); table, index, id, error_type null when NULL; doc the body itself
+ * when it is one valid JSON object, else its text as a string, null when
+ * there is none. Strings not valid UTF-8 get U+FFFD for the bad bytes. -1
+ * for want of memory. */
+int esm_dead_letter_line(esm_buf_t *out, const char *phase, const char *table,
+                         const char *index, const char *id, const char *reason, int32_t status,
+                         const char *error_type, const char *body, size_t body_len);
 /* --poll-column: the external version of a DATETIME/TIMESTAMP value (text,
  * "YYYY-MM-DD HH:MM:SS[.ffffff]"): microseconds since 1970-01-01 (0 for
  * NULL, a zero date, or a time before 1970). */

@@ -176,9 +176,10 @@ void esm_key_id(esm_table_t *t, json_t *key, esm_buf_t *out);
 json_t *esm_row_key(esm_table_t *t, MYSQL_ROW row, unsigned long *lens);
 /* Appends the SQL literal of key component i. */
 void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_buf_t *out);
-/* Writes a dead-letter line. */
-void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *id,
-                     const char *reason, int32_t status, const char *error_type,
+/* Writes a dead-letter line (esm_dead_letter_line) of table t, or when t
+ * is NULL of index (may be NULL too). */
+void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const char *index,
+                     const char *id, const char *reason, int32_t status, const char *error_type,
                      const char *body, size_t body_len);
 /* A row that cannot be made a document (why): counted, dead-lettered with
  * phase (and its document body, when it has one), logged for the first

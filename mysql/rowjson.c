@@ -4,6 +4,7 @@
  * over plain data: no I/O.
  */
 #include "esm.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,6 +315,72 @@ int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
     }
     snprintf(why, why_size, "value \"%.*s\" does not map to JSON", (int)(len > 40 ? 40 : len), v);
     return -1;
+}
+
+/* A string for a dead-letter line: valid UTF-8 as it is, invalid bytes as
+ * U+FFFD (the line must stay JSON); NULL as null. */
+static int dl_string(esm_buf_t *out, const char *s, size_t len)
+{
+    if (!s)
+        return esm_buf_add(out, "null", 4);
+    if (esm_utf8_valid(s, len))
+        return esm_json_string(out, s, len);
+    esm_buf_t fixed = {0};
+    const unsigned char *p = (const unsigned char *)s;
+    int rc = 0;
+    for (size_t i = 0; i < len && !rc;) {
+        size_t n = utf8_seq(p + i, len - i);
+        rc = n ? esm_buf_add(&fixed, s + i, n) : esm_buf_add(&fixed, "\xef\xbf\xbd", 3);
+        i += n ? n : 1;
+    }
+    if (!rc)
+        rc = esm_json_string(out, fixed.p ? fixed.p : "", fixed.len);
+    esm_buf_free(&fixed);
+    return rc;
+}
+
+int esm_dead_letter_line(esm_buf_t *out, const char *phase, const char *table,
+                         const char *index, const char *id, const char *reason, int32_t status,
+                         const char *error_type, const char *body, size_t body_len)
+{
+    char num[16];
+    int rc = esm_buf_adds(out, "{\"phase\":") || dl_string(out, phase, strlen(phase)) ||
+             esm_buf_adds(out, ",\"table\":") ||
+             dl_string(out, table, table ? strlen(table) : 0) ||
+             esm_buf_adds(out, ",\"index\":") ||
+             dl_string(out, index, index ? strlen(index) : 0) ||
+             esm_buf_adds(out, ",\"id\":") || dl_string(out, id, id ? strlen(id) : 0) ||
+             esm_buf_adds(out, ",\"reason\":") ||
+             dl_string(out, reason ? reason : "unknown", strlen(reason ? reason : "unknown")) ||
+             esm_buf_adds(out, ",\"status\":");
+    if (rc)
+        return -1;
+    if (status > 0) {
+        snprintf(num, sizeof(num), "%d", (int)status);
+        rc = esm_buf_adds(out, num);
+    } else {
+        rc = esm_buf_adds(out, "null");
+    }
+    if (rc || esm_buf_adds(out, ",\"error_type\":") ||
+        dl_string(out, error_type, error_type ? strlen(error_type) : 0) ||
+        esm_buf_adds(out, ",\"doc\":"))
+        return -1;
+    if (!body || !body_len) {
+        rc = esm_buf_add(out, "null", 4);
+    } else if (esbulk__json_check(body, body_len, NULL, NULL) == ESBULK_OK) {
+        /* the document as it was built, byte for byte (its numbers as their
+         * digits: a parse and a dump would round or refuse big ones); a raw
+         * CR or LF in valid JSON is white space, and the line must stay one */
+        size_t start = out->len;
+        rc = esm_buf_add(out, body, body_len);
+        for (size_t i = start; !rc && i < out->len; i++)
+            if (out->p[i] == '\n' || out->p[i] == '\r')
+                out->p[i] = ' ';
+    } else {
+        /* not one valid JSON object (why it was refused): its text */
+        rc = dl_string(out, body, body_len);
+    }
+    return rc || esm_buf_add(out, "}\n", 2) ? -1 : 0;
 }
 
 /* --poll-column's document versions (poll.c). */

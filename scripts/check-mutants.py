@@ -672,16 +672,85 @@ MUTANTS = [
      """    return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;""",
      """    return (getauxval(AT_HWCAP) & HWCAP_SHA2) == 0;""",
      "ARMv8: the instructions are used where the CPU has none, and not where it has"),
+    ("json-int64-range", "lib/json.c",
+     """    } else {
+        i = digits(s, i, n);
+    }""",
+     """    } else {
+        i = digits(s, i, n);
+        if (i - start > 19)
+            return fail0(c, start, "too big integer");
+    }""",
+     "body.validate refuses an integer past int64's digits again (2^64, BIGINT UNSIGNED)"),
+    ("json-leading-zero", "lib/json.c",
+     """        if (i < n && s[i] >= '0' && s[i] <= '9')
+            return fail0(c, start, "invalid number (leading zero)");""",
+     """        if (0 && i < n && s[i] >= '0' && s[i] <= '9')
+            return fail0(c, start, "invalid number (leading zero)");""",
+     "a number with a leading zero (01) passes body.validate (the server refuses it)"),
+    ("json-fraction-empty", "lib/json.c",
+     """        if ((i = digits(s, d, n)) == d)
+            return fail0(c, start, "invalid number (no digit after the point)");""",
+     """        i = digits(s, d, n);""",
+     "1. passes body.validate"),
+    ("json-dups-unchecked", "lib/json.c",
+     """        for (i = 1; i < n; i++)
+            for (j = 0; j < i; j++)""",
+     """        for (i = 1; i < 0; i++)
+            for (j = 0; j < i; j++)""",
+     "a key twice in a small object passes body.validate (the server refuses it)"),
+    ("json-dups-escaped-unseen", "lib/json.c",
+     """    if (!a->escaped && !b->escaped)
+        return a->len == b->len""",
+     """    if (1)
+        return a->len == b->len""",
+     "a key written once with an escape and once without is not a duplicate"),
+    ("json-lone-surrogate", "lib/json.c",
+     """    if (hi >= 0xDC00 && hi <= 0xDFFF)
+        return fail0(c, i, "lone low""",
+     """    if (0)
+        return fail0(c, i, "lone low""",
+     "a lone low surrogate escape (DC00) passes body.validate"),
+    ("json-trailing-garbage", "lib/json.c",
+     """                if (i != n)
+                    return fail(c, i, "data after the object");""",
+     """                if (0)
+                    return fail(c, i, "data after the object");""",
+     "bytes after the object pass body.validate"),
+    ("json-depth-off-by-one", "lib/json.c",
+     """            if (depth == ESBULK__JSON_MAX_DEPTH)""",
+     """            if (depth == ESBULK__JSON_MAX_DEPTH - 1)""",
+     "the nesting limit is one level lower than documented"),
+    ("json-utf8-overlong", "lib/json.c",
+     """    if (b0 >= 0xC2 && b0 <= 0xDF)""",
+     """    if (b0 >= 0xC0 && b0 <= 0xDF)""",
+     "an overlong UTF-8 sequence (C0 80) passes body.validate"),
+    ("mysql-dead-letter-doc-reparsed", "mysql/rowjson.c",
+     """    } else if (esbulk__json_check(body, body_len, NULL, NULL) == ESBULK_OK) {""",
+     """    } else if (0) {""",
+     "a dead letter's valid document is written as a string, not as the document"),
+    ("mysql-dead-letter-no-error-type", "mysql/rowjson.c",
+     """        dl_string(out, error_type, error_type ? strlen(error_type) : 0) ||""",
+     """        dl_string(out, NULL, 0) ||""",
+     "a dead letter loses its error_type"),
+    ("mysql-dead-letter-no-status", "mysql/rowjson.c",
+     """    if (status > 0) {
+        snprintf(num, sizeof(num), "%d", (int)status);""",
+     """    if (0) {
+        snprintf(num, sizeof(num), "%d", (int)status);""",
+     "a dead letter loses the server's status"),
 ]
 
 FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
          "check_engine", "check_core", "check_misuse", "check_pull", "check_docmem",
-         "check_sha256", "check_sigv4", "check_awscreds", "check_mysql_map", "check_kafka"]
+         "check_sha256", "check_sigv4", "check_awscreds", "check_mysql_map", "check_kafka",
+         "check_json"]
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", **kw)
 
 
 def main():

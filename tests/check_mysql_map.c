@@ -47,6 +47,61 @@ START_TEST(test_scalars)
 }
 END_TEST
 
+/* Big values are their digits: BIGINT UNSIGNED's 2^64 - 1, DECIMAL(65,30)
+ * with --decimal number, JSON holding numbers past int64 and a double. */
+START_TEST(test_big_numbers)
+{
+    ck_assert_str_eq(MAP(ESM_K_INT, "18446744073709551615"), "18446744073709551615");
+    ck_assert_str_eq(MAP(ESM_K_INT, "9223372036854775808"), "9223372036854775808");
+    ck_assert_str_eq(MAP(ESM_K_INT, "-9223372036854775808"), "-9223372036854775808");
+    opts.decimal_number = 1;
+    ck_assert_str_eq(MAP(ESM_K_DECIMAL, "99999999999999999999999999999999999.999999999999999999999999999999"),
+                     "99999999999999999999999999999999999.999999999999999999999999999999");
+    opts.decimal_number = 0;
+    ck_assert_str_eq(MAP(ESM_K_JSON, "{\"u\": 18446744073709551616, \"e\": -1e400}"),
+                     "{\"u\": 18446744073709551616, \"e\": -1e400}");
+}
+END_TEST
+
+/* A dead-letter line: every key of esbulk-mysql(1) there, in its order;
+ * the document itself (its digits as built) when it is valid JSON, its text
+ * as a string when it is not, null when there is none; bad UTF-8 replaced. */
+static const char *dead_line(const char *table, const char *index, const char *id, int32_t status,
+                             const char *type, const char *body)
+{
+    static char out[1024];
+    esm_buf_t b = {0};
+
+    ck_assert_int_eq(esm_dead_letter_line(&b, "binlog", table, index, id, "why", status, type,
+                                          body, body ? strlen(body) : 0), 0);
+    ck_assert_uint_lt(b.len, sizeof(out));
+    memcpy(out, b.p, b.len + 1);
+    esm_buf_free(&b);
+    return out;
+}
+
+START_TEST(test_dead_letter_line)
+{
+    ck_assert_str_eq(dead_line("db.t", "i", "7", 400, "mapper_parsing_exception",
+                               "{\"u\":18446744073709551615,\r\n\"x\":1e400}"),
+                     "{\"phase\":\"binlog\",\"table\":\"db.t\",\"index\":\"i\",\"id\":\"7\","
+                     "\"reason\":\"why\",\"status\":400,\"error_type\":\"mapper_parsing_exception\","
+                     "\"doc\":{\"u\":18446744073709551615,  \"x\":1e400}}\n");
+    /* refused before sending: no status; the invalid document as text */
+    ck_assert_str_eq(dead_line("db.t", "i", "8", 0, "invalid_json", "{\"a\":1,\"a\":2}"),
+                     "{\"phase\":\"binlog\",\"table\":\"db.t\",\"index\":\"i\",\"id\":\"8\","
+                     "\"reason\":\"why\",\"status\":null,\"error_type\":\"invalid_json\","
+                     "\"doc\":\"{\\\"a\\\":1,\\\"a\\\":2}\"}\n");
+    ck_assert_str_eq(dead_line(NULL, NULL, NULL, 0, NULL, NULL),
+                     "{\"phase\":\"binlog\",\"table\":null,\"index\":null,\"id\":null,"
+                     "\"reason\":\"why\",\"status\":null,\"error_type\":null,\"doc\":null}\n");
+    ck_assert_str_eq(dead_line("db.t", "i", "a\xff", 0, "unmappable_row", "{\"a\":\"\xc3\"}"),
+                     "{\"phase\":\"binlog\",\"table\":\"db.t\",\"index\":\"i\",\"id\":\"a\xef\xbf\xbd\","
+                     "\"reason\":\"why\",\"status\":null,\"error_type\":\"unmappable_row\","
+                     "\"doc\":\"{\\\"a\\\":\\\"\xef\xbf\xbd\\\"}\"}\n");
+}
+END_TEST
+
 START_TEST(test_dates)
 {
     ck_assert_str_eq(MAP(ESM_K_DATE, "2024-02-29"), "\"2024-02-29\"");
@@ -259,6 +314,8 @@ int main(void)
     TCase *tc = tcase_create("map");
     tcase_add_test(tc, test_scalars);
     tcase_add_test(tc, test_dates);
+    tcase_add_test(tc, test_big_numbers);
+    tcase_add_test(tc, test_dead_letter_line);
     tcase_add_test(tc, test_bit_set_binary_json);
     tcase_add_test(tc, test_text_and_utf8);
     tcase_add_test(tc, test_poll_version);

@@ -17,7 +17,7 @@ from typing import (Any, Callable, Deque, Dict, Iterable, List, Mapping, Optiona
 from . import _clib
 from ._clib import lib
 from .errors import ConfigError, EsbulkError, InvalidDocumentError, QueueFullError
-from ._json import Body, _dumps, encode_body
+from ._json import Body, _dumps, _dumps_fast, encode_body
 from ._conf import _aws_keys, _cred_keys, _make_conf, conf_key, conf_value, hosts_to_urls
 from ._result import POLL_BATCH, Result, ResultCallback, _Batch, _Reader, _results
 from ._actions import parse_action
@@ -128,9 +128,16 @@ def _encode_strs(v: Sequence[Any]) -> List[Optional[bytes]]:
 
 def _encode_all(bodies: Iterable[Body]) -> List[Optional[bytes]]:
     """encode_body of each, with the common cases (dict, bytes) inline."""
-    d = _dumps
-    return [b if type(b) is bytes else d(b) if type(b) is dict else encode_body(b)
-            for b in bodies]
+    d = _dumps_fast
+    if not isinstance(bodies, (list, tuple)):
+        bodies = list(bodies)
+    try:
+        return [b if type(b) is bytes else d(b) if type(b) is dict else encode_body(b)
+                for b in bodies]
+    except TypeError:
+        # an integer past 64 bits for orjson (encode_body takes it), or a
+        # value nothing encodes (encode_body raises it again)
+        return [encode_body(b) for b in bodies]
 
 
 class Indexer:

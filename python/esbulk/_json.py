@@ -47,17 +47,32 @@ def _default(data: Any) -> Any:
     raise TypeError("Unable to serialize %r (type: %s)" % (data, type(data)))
 
 
+_json_enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default)
+
+
+def _json_dumps(obj: Any) -> bytes:
+    return _json_enc.encode(obj).encode("utf-8")
+
+
 try:
     import orjson as _orjson  # type: ignore
 
-    # called per document: a partial (C), no Python wrapper
-    _dumps: Callable[[Any], bytes] = functools.partial(_orjson.dumps, default=_default)
-    JSON_ENCODER = "orjson"
-except ImportError:  # pragma: no cover - depends on what is installed
-    _json_enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default)
+    # called per document in the loops of many documents: a partial (C), no
+    # Python wrapper; they catch its TypeError and encode again with _dumps
+    _dumps_fast: Callable[[Any], bytes] = functools.partial(_orjson.dumps, default=_default)
 
     def _dumps(obj: Any) -> bytes:
-        return _json_enc.encode(obj).encode("utf-8")
+        try:
+            return _dumps_fast(obj)
+        except TypeError as e:
+            # orjson holds integers of 64 bits at most (2**64 and -2**63 - 1
+            # are valid JSON, sent as their digits): json writes them
+            if "64-bit" not in str(e):
+                raise
+            return _json_dumps(obj)
+    JSON_ENCODER = "orjson"
+except ImportError:  # pragma: no cover - depends on what is installed
+    _dumps_fast = _dumps = _json_dumps
     JSON_ENCODER = "json"
 
 Body = Union[Mapping[str, Any], str, bytes, bytearray, memoryview, None]

@@ -59,7 +59,7 @@ from ._clib import lib
 from ._actions import _IGNORED_OPTS, _SOURCE_FILTER_MSG
 from ._conf import _aws_keys, conf_key, conf_value
 from ._indexer import Indexer, _utf8
-from ._json import _dumps, encode_body
+from ._json import _dumps_fast, encode_body
 from ._result import Result, _make_result
 from . import errors as _errors
 from .errors import ConfigError, TransportError
@@ -952,7 +952,7 @@ def _streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             flushed = False
             yield a
 
-    dumps = _dumps
+    dumps = _dumps_fast
     # a plain action dict's keys (as a tuple, in order) -> _shape's answer
     shapes: Dict[Tuple[Any, ...], Any] = {}
     in_yield = False  # inside a yield of results (see out())
@@ -1038,7 +1038,11 @@ def _streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     body = None
                 else:
                     t = type(data)
-                    body = data if t is bytes else dumps(data) if t is dict else encode_body(data)
+                    try:
+                        body = data if t is bytes else dumps(data) if t is dict else \
+                            encode_body(data)
+                    except TypeError:
+                        body = encode_body(data)  # an integer past orjson's 64 bits
                 # the action line's and the body's bytes, as opensearch-py's
                 # chunker counts them (max_chunk_bytes)
                 if type(m) is dict and m.keys() - _FAST_META:

@@ -538,6 +538,12 @@ for bad in ({1, 2}, Thing(), b"x"):
         out[type(bad).__name__] = "accepted"
     except TypeError as e:
         out[type(bad).__name__] = "TypeError"
+# integers past 64 bits (orjson's limit) as their digits, alone and in a batch
+from esbulk._indexer import _encode_all
+big = {"b": 2**64, "n": -2**63 - 1, "ok": 2**64 - 1, "a": [10**40]}
+out["big"] = encode_body(big).decode()
+out["big_all"] = [b.decode() for b in _encode_all([{"x": 1}, big, b"{}"])]
+out["big_gen"] = [b.decode() for b in _encode_all(d for d in [big])]
 print(json.dumps(out))
 """
 
@@ -567,6 +573,10 @@ def test_dicts_are_encoded_as_opensearch_py_encodes_them(tmp_path, encoder):
     assert out["doc"]["dt"] == "2024-01-02T03:04:05.600000" and out["doc"]["dec"] == 1.5
     assert out["doc"]["t"] == "03:04:05"  # opensearch-py refuses a time; orjson encodes it
     assert (out["set"], out["Thing"], out["bytes"]) == ("TypeError",) * 3, out
+    big = ('{"b":18446744073709551616,"n":-9223372036854775809,"ok":18446744073709551615,'
+           '"a":[10000000000000000000000000000000000000000]}')
+    assert out["big"] == big and out["big_gen"] == [big], out
+    assert out["big_all"] == ['{"x":1}', big, "{}"], out
 
 
 @pytest.mark.parametrize("keep", [True, 1, "1", "yes"])
