@@ -32,6 +32,13 @@ esm_result_class_t esm_result_class(esbulk_outcome_t outcome, esbulk_err_t err, 
                    ? ESM_RESULT_REFUSED
                    : ESM_RESULT_UNAVAILABLE;
     }
+    /* a 413 for a request of this one document (the library splits a 413
+     * until the document is alone): the server refuses the document for
+     * itself, larger than its http.max_content_length, on every run. A 400
+     * for a whole request stays a stop: it may be the request's fault (a
+     * parameter the server does not know), which would refuse every row */
+    if (err == ESBULK_ERR_HTTP && status == 413)
+        return ESM_RESULT_REFUSED;
     return err == ESBULK_ERR_INVALID_JSON || err == ESBULK_ERR_DOC_TOO_LARGE ||
                    err == ESBULK_ERR_NOT_ROUTABLE || err == ESBULK_ERR_ROUTING_CONFLICT
                ? ESM_RESULT_REFUSED

@@ -198,6 +198,16 @@ START_TEST(test_result_class)
                      ESM_RESULT_REFUSED);
     ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_DOC_TOO_LARGE, 0, NULL),
                      ESM_RESULT_REFUSED);
+    /* alone, larger than the server's http.max_content_length */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, NULL),
+                     ESM_RESULT_REFUSED);
+    /* a whole request refused: maybe the request's fault, so no row is blamed */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 400,
+                                      "illegal_argument_exception"),
+                     ESM_RESULT_UNAVAILABLE);
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_AUTH, 403,
+                                      "security_exception"),
+                     ESM_RESULT_UNAVAILABLE);
     /* the cluster's load or reach */
     ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 429,
                                       "es_rejected_execution_exception"),
