@@ -28,6 +28,10 @@ esm_result_class_t esm_result_class(esbulk_outcome_t outcome, esbulk_err_t err, 
                                    strcmp(error_type, "index_closed_exception") == 0 ||
                                    strcmp(error_type, "cluster_block_exception") == 0))
             return ESM_RESULT_UNAVAILABLE;
+        /* not allowed to write there (a security plugin's per-index rights):
+         * the job's credentials, not the row */
+        if (status == 401 || status == 403)
+            return ESM_RESULT_UNAVAILABLE;
         return status >= 400 && status < 500 && status != 429 && status != 408
                    ? ESM_RESULT_REFUSED
                    : ESM_RESULT_UNAVAILABLE;

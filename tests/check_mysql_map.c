@@ -208,6 +208,10 @@ START_TEST(test_result_class)
     ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_AUTH, 403,
                                       "security_exception"),
                      ESM_RESULT_UNAVAILABLE);
+    /* one item not allowed (per-index rights): the credentials, not the row */
+    ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 403,
+                                      "security_exception"),
+                     ESM_RESULT_UNAVAILABLE);
     /* the cluster's load or reach */
     ck_assert_int_eq(esm_result_class(ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, 429,
                                       "es_rejected_execution_exception"),
