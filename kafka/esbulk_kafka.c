@@ -405,7 +405,12 @@ static void on_result(esbulk_t *eb, const esbulk_result_t *result, void *opaque)
     case ESM_RESULT_UNAVAILABLE:
         break;
     }
-    if (err == ESBULK_ERR_AUTH) {
+    /* the credentials refused, for the request or for this index (a
+     * security plugin's rights on one item; a write block is a 403 too, and
+     * passes: it is lifted, and the document sent again) */
+    if (err == ESBULK_ERR_AUTH ||
+        (err == ESBULK_ERR_ITEM && (status == 401 || status == 403) &&
+         (type == NULL || strcmp(type, "cluster_block_exception") != 0))) {
         if (!job->fatal)
             say("the cluster refuses the credentials (%" PRId32 "): %s", status,
                 esbulk_result_error_reason(result));
