@@ -61,6 +61,9 @@ readonly POM="$SCRIPT_DIR/pom.xml"
 
 CACHE_DIR=${ESBULK_KAFKA_CACHE:-$HOME/.cache/libesbulk/kafka-$KAFKA_VERSION}
 RUN_DIR=${ESBULK_KAFKA_DIR:-$REPO_ROOT/tests/kafka/run}
+# by its real path: the broker is known as ours by this directory on its
+# command line, which must not depend on a symbolic link on the way to it
+RUN_DIR=$(realpath -m -- "$RUN_DIR")
 HEAP=${ESBULK_KAFKA_HEAP:-256m}
 START_TIMEOUT=${ESBULK_KAFKA_TIMEOUT:-120}
 STOP_TIMEOUT=${ESBULK_STOP_TIMEOUT:-30}
