@@ -24,7 +24,7 @@ Also measured:
   first doc     time from starting esbulk-kafka on a topic with data to the
                 first document searchable (refresh + count every 20 ms),
                 median of R starts;
-  rebalance     member A indexes alone; member B joins the group at 10 %. Both
+  rebalance     member A indexes alone; member B joins the group at 30 %. Both
                 send through a tap (bench/kafka_tap.py: a pass-through proxy
                 in front of one node that notes, as each bulk answer passes,
                 how many documents of each partition it indexed): for the
@@ -251,7 +251,7 @@ class Bench:
                 if time.monotonic() - t0 > self.a.run_timeout:
                     raise kt.Failure("rebalance run did not end in %ss" % self.a.run_timeout)
                 total = sum(sum(per.values()) for _t, per in tap.snapshot())
-                if B is None and total >= n * 0.1:
+                if B is None and total >= n * 0.3:
                     B = member("B")
                     b_start = time.monotonic()
                 if B is not None and b_assigned is None and B.partitions():
@@ -300,7 +300,8 @@ class Bench:
                 run = run + 1 if x == 0 else 0
                 best = max(best, run)
             return best * 0.1
-        wb = windows(max(first, b_start - 3.0), b_start)
+        # before: A's last 2 s alone (past its start)
+        wb = windows(max(first, b_start - 2.0), b_start)
         wd_ = windows(b_start, b_assigned + 1.0)
         return {"moved": sorted(moved), "stayed": stayed, "join_s": b_assigned - b_start,
                 "before": statistics.mean(wb) if wb else 0.0,
@@ -321,7 +322,8 @@ class Bench:
         self.say("# commit %s; machine: %s" % (commit_of(os.path.join(HERE, "..")), machine()))
         self.say("# %d documents (~120 bytes, 8 partitions), batch %d, %d rounds, cluster %s"
                  % (a.docs, a.batch, a.rounds, ",".join(self.urls)))
-        self.say("# produced in %.1fs" % (time.monotonic() - t0))
+        self.say("# produced in %.1fs; load average at the start: %s"
+                 % (time.monotonic() - t0, " ".join(open("/proc/loadavg").read().split()[:3])))
         contenders = [("esbulk-kafka", self.run_ekf), ("plain loop", self.run_peer),
                       ("esbulk load", self.run_load)]
         res = {name: [] for name, _ in contenders}

@@ -32,7 +32,7 @@ def log(msg):
 # ------------------------------------------------------------------ broker --
 
 def admin():
-    return AdminClient({"bootstrap.servers": BOOTSTRAP})
+    return AdminClient({"bootstrap.servers": BOOTSTRAP, "log_level": 4})
 
 
 def create_topic(name, partitions, timeout=60):
