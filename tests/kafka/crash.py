@@ -21,8 +21,9 @@ The run:
      committed offsets are read (OffsetFetch) and, after a refresh, every
      message below them must be in the index or in the dead-letter topic.
      What A had indexed past its committed offsets (its partitions only,
-     counted 1.5 s after the kill, long before the group's 6 s session
-     timeout gives them to someone else) is "in flight at the kill": those
+     counted from 1.5 s after the kill every second up to 4.5 s, before the
+     group's 6 s session timeout gives them to someone else: the last count
+     taken while nobody else had them) is "in flight at the kill": those
      are the only messages that may be indexed twice (or dead-lettered twice);
   4. once A's partitions have moved, member D joins (a cooperative
      rebalance: what did not move keeps going);
@@ -190,27 +191,41 @@ class Run:
                % (sorted(a_parts), (time.monotonic() - t_kill) * 1000, committed))
         A.wait(10)
         self.check_below_committed("at A's SIGKILL", committed)
-        # A's in-flight: what it indexed or dead-lettered past its committed offsets
-        time.sleep(max(0.0, 1.5 - (time.monotonic() - t_kill)))
-        kt.refresh(a.check_url, self.index)
-        beyond = kt.per_partition_stats(a.check_url, self.index, self.P, from_=committed)
-        dead_beyond = {}
-        for (_o, _k, _v, h) in self.dl.sync():
-            p, o = int(h["esbulk.partition"]), int(h["esbulk.offset"])
-            if p in a_parts and o >= committed.get(p, 0):
-                dead_beyond[p] = max(dead_beyond.get(p, -1), o)
-        t_counted = time.monotonic() - t_kill
-        moved_early = [x for x in ("B", "C") if self.members[x].partitions() & a_parts]
-        for p in a_parts:
-            lo = max(committed.get(p, 0), 0)
-            hi = max(beyond[p][2], dead_beyond.get(p, -1))
-            self.windows[p] = (lo, hi)
-            self.inflight += max(0, hi - lo + 1)
-        kt.log("A's in-flight window at the kill (counted %.1fs after it): %s, %d messages"
+        # A's in-flight: what it indexed or dead-lettered past its committed
+        # offsets. Its last requests may still be applied after its death
+        # (sent before it, waiting in the cluster's write queue), so counted
+        # again every second until 4.5 s after the kill (the session timeout
+        # is 6 s), the last count taken while no one else had its partitions
+        t_counted = None
+        while True:
+            time.sleep(max(0.0, 1.5 - (time.monotonic() - t_kill)) if t_counted is None else 1.0)
+            if any(self.members[x].partitions() & a_parts for x in ("B", "C")):
+                break
+            kt.refresh(a.check_url, self.index)
+            beyond = kt.per_partition_stats(a.check_url, self.index, self.P, from_=committed)
+            dead_beyond = {}
+            for (_o, _k, _v, h) in self.dl.sync():
+                p, o = int(h["esbulk.partition"]), int(h["esbulk.offset"])
+                if p in a_parts and o >= committed.get(p, 0):
+                    dead_beyond[p] = max(dead_beyond.get(p, -1), o)
+            if any(self.members[x].partitions() & a_parts for x in ("B", "C")):
+                break
+            t_counted = time.monotonic() - t_kill
+            windows = {}
+            for p in a_parts:
+                lo = max(committed.get(p, 0), 0)
+                windows[p] = (lo, max(beyond[p][2], dead_beyond.get(p, -1)))
+            if t_counted >= 4.5:
+                break
+        check("A's in-flight window counted before its partitions moved (%s after the kill)"
+              % ("%.1fs" % t_counted if t_counted is not None else "never"),
+              t_counted is not None)
+        if t_counted is None:
+            raise kt.Failure("A's partitions moved before its in-flight window was counted")
+        self.windows = windows
+        self.inflight = sum(max(0, hi - lo + 1) for lo, hi in windows.values())
+        kt.log("A's in-flight window at the kill (last counted %.1fs after it): %s, %d messages"
                % (t_counted, self.windows, self.inflight))
-        check("A's in-flight window counted before its partitions moved (%.1fs after the kill)"
-              % t_counted, not moved_early and t_counted < 5.0,
-              "partitions already at %s" % moved_early)
 
         # --- A's partitions move to B and C, then D joins
         while True:
