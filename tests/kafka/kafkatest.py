@@ -351,24 +351,27 @@ def per_partition_stats(url, index, partitions, below=None, from_=None):
 
 
 def scan_versions(url, index, page=10000):
-    """Every doc as (_id, p, s, _version), by search_after on _id-free sort
-    (the p and s fields)."""
+    """Every doc as (_id, p, s, _version): a scroll in index order (_doc),
+    the cheapest full read."""
     out = []
-    after = None
-    while True:
-        q = {"size": page, "_source": ["p", "s"], "version": True,
-             "sort": [{"p": "asc"}, {"s": "asc"}], "query": {"match_all": {}}}
-        if after is not None:
-            q["search_after"] = after
-        st, body = http("POST", "%s/%s/_search" % (url, index), q)
-        if st != 200:
-            raise Failure("scan %s: HTTP %s %s" % (index, st, body))
-        hits = body["hits"]["hits"]
-        if not hits:
-            return out
-        for h in hits:
-            out.append((h["_id"], h["_source"]["p"], h["_source"]["s"], h["_version"]))
-        after = hits[-1]["sort"]
+    st, body = http("POST", "%s/%s/_search?scroll=2m" % (url, index),
+                    {"size": page, "_source": ["p", "s"], "version": True, "sort": ["_doc"],
+                     "query": {"match_all": {}}})
+    sid = None
+    try:
+        while True:
+            if st != 200:
+                raise Failure("scan %s: HTTP %s %s" % (index, st, str(body)[:300]))
+            sid = body.get("_scroll_id")
+            hits = body["hits"]["hits"]
+            if not hits:
+                return out
+            for h in hits:
+                out.append((h["_id"], h["_source"]["p"], h["_source"]["s"], h["_version"]))
+            st, body = http("POST", "%s/_search/scroll" % url, {"scroll": "2m", "scroll_id": sid})
+    finally:
+        if sid:
+            http("DELETE", "%s/_search/scroll" % url, {"scroll_id": [sid]})
 
 
 def write_rejections(url):
