@@ -35,8 +35,9 @@ Also measured:
 
 Assertions (not with --quick): esbulk-kafka >= 1.5x the plain loop and >=
 0.9x esbulk load; RSS <= 100 MB; first doc <= 2 s; during the rebalance the
-partitions that did not move keep being indexed (their rate at least a
-third of the rate before the join, and no pause of 1 s or more).
+partitions that did not move keep being indexed (some documents, at a rate
+at least a third of theirs in the 5 s before the join, and no pause longer
+than 1 s or twice their longest pause in those 5 s).
 Prints a table; --out writes it (with date, commit, machine) to a file.
 """
 import argparse
@@ -300,8 +301,11 @@ class Bench:
                 run = run + 1 if x == 0 else 0
                 best = max(best, run)
             return best * 0.1
-        # before: A's last 2 s alone (past its start)
-        wb = windows(max(first, b_start - 2.0), b_start)
+        # before: A's last 5 s alone (past its start): the same partitions'
+        # rate and their longest pause when nothing moves (librdkafka hands
+        # over fetched partitions in runs, so a few partitions alone pause
+        # now and then without any rebalance)
+        wb = windows(max(first, b_start - 5.0), b_start)
         wd_ = windows(b_start, b_assigned + 1.0)
         return {"moved": sorted(moved), "stayed": stayed, "join_s": b_assigned - b_start,
                 "before": statistics.mean(wb) if wb else 0.0,
@@ -369,7 +373,9 @@ class Bench:
                      ("RSS <= 100 MB", rss_mb <= 100),
                      ("first document <= 2 s", first <= 2.0),
                      ("unmoved partitions indexed during the rebalance",
-                      rb["stayed"] and rb["during"] >= rb["before"] / 3 and rb["during_gap"] < 1.0)]
+                      bool(rb["stayed"]) and rb["during"] > 0 and
+                      rb["during"] >= rb["before"] / 3 and
+                      rb["during_gap"] <= max(1.0, 2 * rb["before_gap"]))]
             for name, good in goals:
                 self.say("%s: %s" % ("PASS" if good else "FAIL", name))
                 ok = ok and good
