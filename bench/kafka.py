@@ -42,7 +42,6 @@ Prints a table; --out writes it (with date, commit, machine) to a file.
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import signal

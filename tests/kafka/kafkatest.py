@@ -7,9 +7,7 @@ the members (esbulk-kafka processes) and their stats lines.
 """
 import json
 import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -134,36 +132,6 @@ def group_committed(group, topic, partitions):
         return o.committed()
     finally:
         o.close()
-
-
-def read_topic(topic, partitions=1, timeout=60):
-    """Every message of the topic now, from the beginning to the current end:
-    a list of (partition, offset, key, value, {header: value})."""
-    c = _probe("esbulk-kafka-reader")
-    try:
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(partitions)}
-        todo = {p for p, e in ends.items() if e > 0}
-        c.assign([TopicPartition(topic, p, 0) for p in todo])
-        out = []
-        deadline = time.monotonic() + timeout
-        while todo:
-            if time.monotonic() > deadline:
-                raise Failure("reading %s: not at its end after %ss" % (topic, timeout))
-            for m in c.consume(1000, 1.0):
-                if m.error() is not None:
-                    continue
-                p = m.partition()
-                if p not in todo or m.offset() >= ends[p]:
-                    continue
-                hdrs = {k: (v.decode() if v is not None else None)
-                        for k, v in (m.headers() or [])}
-                out.append((p, m.offset(), m.key(), m.value(), hdrs))
-                if m.offset() + 1 >= ends[p]:
-                    todo.discard(p)
-        return out
-    finally:
-        c.close()
 
 
 class DeadLetters:
@@ -467,12 +435,3 @@ def rss_kb(pid):
     except OSError:
         pass
     return 0
-
-
-def main_guard(fn):
-    """Runs fn(); a Failure prints and exits 1; never a traceback-less hang."""
-    try:
-        sys.exit(fn())
-    except Failure as e:
-        print("FAIL: %s" % e, flush=True)
-        sys.exit(1)
