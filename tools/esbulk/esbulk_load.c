@@ -14,10 +14,10 @@
  */
 #define _XOPEN_SOURCE 700
 #include "esbulk_load.h"
-#include "awscreds.h"
-#include "envcreds.h"
-#include "firstline.h"
-#include "logonce.h"
+#include "../common/awscreds.h"
+#include "../common/envcreds.h"
+#include "../common/firstline.h"
+#include "../common/logonce.h"
 
 #include <esbulk.h>
 
