@@ -709,6 +709,23 @@ static int ndjson_line(load_t *L, uint32_t input, uint64_t lineno, const char *s
     return rc;
 }
 
+/* A bulk action with its source line (body NULL for delete): failed for
+ * the reason its action line gave, or added. 0, or -1 as add_doc. */
+static int take_action(load_t *L, uint32_t input, action_t *a, const char *body,
+                       size_t body_len)
+{
+    int rc = 0;
+
+    if (a->why[0] != '\0')
+        fail_line(L, input, a->line, a->bytes, (int)a->op, a, a->why, body, body_len, 1);
+    else if (add_doc(L, input, a->line, a->bytes, a->op, a->index, a->id, a->id_len,
+                     a->routing, a->routing_len, body, body_len, &a->opts) != 0)
+        rc = -1;
+    json_decref(a->root);
+    a->root = NULL;
+    return rc;
+}
+
 /* Reads one input. Returns 0, -1 on a read error or interruption, or
  * EXIT_USAGE when it needs --index. */
 int load_input(load_t *L, uint32_t input, FILE *fp)
@@ -778,16 +795,7 @@ int load_input(load_t *L, uint32_t input, FILE *fp)
         } else if (have_pending) {
             have_pending = 0;
             pending.bytes += (uint64_t)got;
-            if (pending.why[0] != '\0')
-                fail_line(L, input, pending.line, pending.bytes, (int)pending.op, &pending,
-                          pending.why, s, n, 1);
-            else if (add_doc(L, input, pending.line, pending.bytes, pending.op, pending.index,
-                             pending.id, pending.id_len, pending.routing, pending.routing_len,
-                             s, n, &pending.opts) != 0)
-                rc = -1;
-            json_decref(pending.root);
-            pending.root = NULL;
-            if (rc != 0)
+            if ((rc = take_action(L, input, &pending, s, n)) != 0)
                 break;
             continue;
         }
@@ -809,16 +817,7 @@ int load_input(load_t *L, uint32_t input, FILE *fp)
         pending.line = lineno;
         pending.bytes = (uint64_t)got;
         if (pending.op == ESBULK_OP_DELETE) {
-            if (pending.why[0] != '\0')
-                fail_line(L, input, lineno, pending.bytes, (int)pending.op, &pending,
-                          pending.why, NULL, 0, 1);
-            else if (add_doc(L, input, lineno, pending.bytes, pending.op, pending.index,
-                             pending.id, pending.id_len, pending.routing, pending.routing_len,
-                             NULL, 0, &pending.opts) != 0)
-                rc = -1;
-            json_decref(pending.root);
-            pending.root = NULL;
-            if (rc != 0)
+            if ((rc = take_action(L, input, &pending, NULL, 0)) != 0)
                 break;
             continue;
         }

@@ -152,6 +152,14 @@ void report_failure(load_t *L, const failure_t *f)
 /* ------------------------------------------------------------------------- */
 /* Records and results */
 
+/* s[0..len) and a NUL at p: the end. */
+static char *put_part(char *p, const char *s, size_t len)
+{
+    if (len) memcpy(p, s, len);
+    p[len] = '\0';
+    return p + len + 1;
+}
+
 rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_op_t op,
                const char *index, const char *id, size_t id_len, const char *routing,
                size_t routing_len, const char *body, size_t body_len,
@@ -183,24 +191,13 @@ rec_t *rec_new(load_t *L, uint32_t input, uint64_t line, uint64_t bytes, esbulk_
     rec->id_len = (uint32_t)id_len;
     rec->routing_len = (uint32_t)routing_len;
     rec->body_len = (uint32_t)body_len;
-    p = rec->data;
-    if (index_len) memcpy(p, index, index_len);
-    p[index_len] = '\0';
-    p += index_len + 1;
-    if (id_len) memcpy(p, id, id_len);
-    p[id_len] = '\0';
-    p += id_len + 1;
-    if (routing_len) memcpy(p, routing, routing_len);
-    p[routing_len] = '\0';
-    p += routing_len + 1;
-    if (body_len) memcpy(p, body, body_len);
-    p[body_len] = '\0';
-    p += body_len + 1;
+    p = put_part(rec->data, index, index_len);
+    p = put_part(p, id, id_len);
+    p = put_part(p, routing, routing_len);
+    p = put_part(p, body, body_len);
     if (keep_opts) {
         memcpy(p, opts, sizeof(*opts));
-        p += sizeof(*opts);
-        if (pipeline_len) memcpy(p, opts->pipeline, pipeline_len);
-        p[pipeline_len] = '\0';
+        put_part(p + sizeof(*opts), opts->pipeline, pipeline_len);
     }
     return rec;
 }
