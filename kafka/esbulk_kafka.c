@@ -18,8 +18,8 @@
  */
 #define _GNU_SOURCE
 #include "ekf.h"
-#include "../examples/envcreds.h"
-#include "../examples/logonce.h"
+#include "../tools/common/envcreds.h"
+#include "../tools/common/logonce.h"
 #include "esm.h" /* esm_result_class: what a result means (mysql/rules.c) */
 
 #include <errno.h>

@@ -15,9 +15,9 @@
  */
 #define _GNU_SOURCE
 #include "job.h"
-#include "../examples/awscreds.h"
-#include "../examples/envcreds.h"
-#include "../examples/firstline.h"
+#include "../tools/common/awscreds.h"
+#include "../tools/common/envcreds.h"
+#include "../tools/common/firstline.h"
 
 #include <ctype.h>
 #include <errno.h>

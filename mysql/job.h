@@ -6,7 +6,7 @@
 #define ESM_JOB_H
 
 #include "esm.h"
-#include "../examples/logonce.h"
+#include "../tools/common/logonce.h"
 
 #include <esbulk.h>
 #include <jansson.h>

@@ -57,7 +57,7 @@ for h in "${harnesses[@]}"; do
     # the topology harness answers the library's HTTP requests itself
     [ "$h" = fuzz_topology ] && extra=(-Wl,--wrap=esbulk__http_request -Wl,--wrap=esbulk__now_ms)
     # shellcheck disable=SC2086
-    "$cc" "${flags[@]}" -fsanitize=fuzzer $pc_cflags -I"$src/examples" "${extra[@]}" \
+    "$cc" "${flags[@]}" -fsanitize=fuzzer $pc_cflags -I"$src/tools/esbulk" "${extra[@]}" \
         "$src/tests/fuzz/$h.c" "$src/tests/fuzz/fixed_seed.c" "${objs[@]}" $pc_libs -lpthread -lm -o "$out/$h"
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Mutation checks: applies small mutations of lib/ (and of the tools' pure
-code: examples/, mysql/, kafka/), one at a time, to a copy
+code: tools/, mysql/, kafka/), one at a time, to a copy
 of the sources, builds the library and the fast unit tests (tests/check_*.c,
 and the fuzz harnesses replayed over their committed inputs, as
 tests/fuzz_replay.test does, and for lib/sha256.c tests/sha256_arm64.test)
@@ -560,39 +560,39 @@ MUTANTS = [
 """,
      "",
      "an API key or bearer token with a line break taken (it starts a header of its choosing)"),
-    ("awscreds-handle-not-updated", "examples/awscreds.c",
+    ("awscreds-handle-not-updated", "tools/common/awscreds.c",
      """                     esbulk_auth_update(ac->eb, conf, err, sizeof(err)) == ESBULK_OK;""",
      """                     1;""",
      "the tools' refreshed AWS credentials kept, but the handle not updated with them"),
-    ("awscreds-lead-ignored", "examples/awscreds.c",
+    ("awscreds-lead-ignored", "tools/common/awscreds.c",
      """    at = expires_s - lead;""",
      """    at = expires_s;""",
      "temporary credentials asked for again only when they expire"),
-    ("awscreds-offset-sign", "examples/awscreds.c",
+    ("awscreds-offset-sign", "tools/common/awscreds.c",
      """    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;""",
      """    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se + off;""",
      "an Expiration with a +HH:MM offset read the wrong way"),
-    ("awscreds-failed-run-taken", "examples/awscreds.c",
+    ("awscreds-failed-run-taken", "tools/common/awscreds.c",
      """    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {""",
      """    } else if (!WIFEXITED(status)) {""",
      "the output of a credential process that failed taken"),
-    ("awscreds-process-reads-stdin", "examples/awscreds.c",
+    ("awscreds-process-reads-stdin", "tools/common/awscreds.c",
      """    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);""",
      "",
      "a credential process reads the tool's standard input (esbulk load's documents)"),
-    ("awscreds-expired-taken", "examples/awscreds.c",
+    ("awscreds-expired-taken", "tools/common/awscreds.c",
      """    if (rc == 0 && out->expires_s != 0 && out->expires_s <= (int64_t)time(NULL)) {""",
      """    if (0) {""",
      "credentials that have already expired taken"),
-    ("envcreds-left-in-environment", "examples/envcreds.h",
+    ("envcreds-left-in-environment", "tools/common/envcreds.h",
      """        unsetenv(names[i]);""",
      "",
      "ESBULK_PASSWORD and the others left in the environment, for a credential process"),
-    ("envcreds-beside-another-kind", "examples/envcreds.h",
+    ("envcreds-beside-another-kind", "tools/common/envcreds.h",
      """    if (other || (pass && user))""",
      """    if (pass && user)""",
      "a key from the environment added beside the command line's other kind"),
-    ("envcreds-key-and-bearer-taken", "examples/envcreds.h",
+    ("envcreds-key-and-bearer-taken", "tools/common/envcreds.h",
      """    } else if (e->api_key != NULL && e->bearer != NULL) {""",
      """    } else if (0) {""",
      "ESBULK_API_KEY taken when ESBULK_BEARER is set too"),
@@ -775,7 +775,7 @@ def main():
                 continue
             t0 = time.time()
             tree = os.path.join(work, name)
-            for d in ("lib", "include", "tests", "examples", "mysql", "kafka"):
+            for d in ("lib", "include", "tests", "tools", "mysql", "kafka"):
                 shutil.copytree(os.path.join(src, d), os.path.join(tree, d),
                                 ignore=shutil.ignore_patterns("cluster", "python-*", "*.o", "*.sock"))
             target = os.path.join(tree, path)
@@ -813,7 +813,7 @@ def main():
             for h in FUZZ:
                 exe = os.path.join(tree, "replay_" + h)
                 extra = ["-Wl,--wrap=esbulk__http_request"] if h == "topology" else []
-                r = run([cc] + flags + ["-I" + tree + "/examples",
+                r = run([cc] + flags + ["-I" + tree + "/tools/esbulk",
                                         os.path.join(tree, "tests/fuzz/fuzz_%s.c" % h),
                                         os.path.join(tree, "tests/fuzz/replay.c")] + objs + pc +
                         extra + ["-lpthread", "-lm", "-o", exe])

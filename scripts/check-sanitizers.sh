@@ -40,7 +40,7 @@ done
     "${libs[@]}" -o "$out/it_engine"
 # the command-line tool too (all of it builds warning-free with clang)
 # shellcheck disable=SC2086
-"$cc" "${flags[@]}" "${lib_srcs[@]}" "$src"/examples/*.c $pc "${libs[@]}" -o "$out/esbulk"
+"$cc" "${flags[@]}" "${lib_srcs[@]}" "$src"/tools/esbulk/*.c "$src"/tools/common/*.c $pc "${libs[@]}" -o "$out/esbulk"
 
 pass=0 fail=0
 for t in "$src"/tests/check_*.c; do

@@ -23,6 +23,6 @@ for t in "$build"/tests/check_*; do
     [ -x "$t" ] || continue
     run "$(basename "$t")" "$t"
 done
-run esbulk-route "$build/examples/esbulk" route --shards 6 --routing-shards 768 a b c d
+run esbulk-route "$build/tools/esbulk/esbulk" route --shards 6 --routing-shards 768 a b c d
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -4,7 +4,7 @@
 # summary, the per-node statistics and the index's _count.
 #
 # Environment:
-#   ESBULK       the esbulk binary (default: examples/esbulk in the build dir,
+#   ESBULK       the esbulk binary (default: tools/esbulk/esbulk in the build dir,
 #                i.e. $top_builddir or the current directory)
 #   DEMO_DOCS    documents to generate (default 200000)
 #   DEMO_DATA    the data file; generated when missing
@@ -17,7 +17,7 @@ set -eu
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${top_builddir:-$(pwd)}
-ESBULK=${ESBULK:-$builddir/examples/esbulk}
+ESBULK=${ESBULK:-$builddir/tools/esbulk/esbulk}
 DEMO_DOCS=${DEMO_DOCS:-200000}
 DEMO_DATA=${DEMO_DATA:-${TMPDIR:-/tmp}/esbulk-demo-orders-$DEMO_DOCS.ndjson}
 DEMO_URL=${DEMO_URL:-http://127.0.0.1:19200}

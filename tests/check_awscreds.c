@@ -1,12 +1,12 @@
-/* The tools' AWS credentials (examples/awscreds.c): a credential process's
+/* The tools' AWS credentials (tools/common/awscreds.c): a credential process's
  * output read as AWS defines it, its expiry times, when fresh credentials
  * are asked for, the process run (its failures said without a secret), the
  * environment, and the refresh thread updating a live handle. The module is
  * compiled in here, so the sanitizer and valgrind runs take it as it is.
  * Also the tools' other credentials from the environment
- * (examples/envcreds.h: ESBULK_PASSWORD, ESBULK_API_KEY, ESBULK_BEARER). */
-#include "examples/awscreds.c"
-#include "examples/envcreds.h"
+ * (tools/common/envcreds.h: ESBULK_PASSWORD, ESBULK_API_KEY, ESBULK_BEARER). */
+#include "tools/common/awscreds.c"
+#include "tools/common/envcreds.h"
 
 #include <arpa/inet.h>
 #include <check.h>

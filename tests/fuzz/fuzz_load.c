@@ -1,7 +1,7 @@
-/* libFuzzer harness: `esbulk load`'s input reader (examples/esbulk_load.c):
+/* libFuzzer harness: `esbulk load`'s input reader (tools/esbulk/load_input.c):
  * the NDJSON and _bulk-file line reader, the action-line parser and the
- * top-level field scanner of --id-field / --routing-field. The tool's source
- * is included here with esbulk_add/esbulk_add_opts/esbulk_poll replaced by
+ * top-level field scanner of --id-field / --routing-field. The reader's
+ * source, with the report and progress code it calls, is included here with esbulk_add/esbulk_add_opts/esbulk_poll replaced by
  * a checker and esbulk_new by a token, so no engine runs.
  *
  * Input: byte 0 picks the options (format auto/ndjson/bulk, the op, whether
@@ -35,8 +35,10 @@ static esbulk_t *fuzz_new(const esbulk_conf_t *conf, char *errstr, size_t errstr
 #define esbulk_add_opts fuzz_add_opts
 #define esbulk_poll fuzz_poll
 #define esbulk_new fuzz_new
-#include "../../examples/esbulk_load.c"
-#include "../../examples/awscreds.c"
+#include "../../tools/esbulk/load_input.c"
+#include "../../tools/esbulk/load_report.c"
+#include "../../tools/esbulk/load_progress.c"
+#include "../../tools/common/awscreds.c"
 #undef esbulk_add
 #undef esbulk_add_opts
 #undef esbulk_poll
