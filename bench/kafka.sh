@@ -14,5 +14,5 @@ kafka_need_venv
 mkdir -p "$top_builddir/bench-out"
 # shellcheck disable=SC2086 # BENCH_KAFKA_ARGS: words on purpose
 exec timeout -k 10 3600 "$kafka_py" "$top_srcdir/bench/kafka.py" --bin "$ekf" \
-    --esbulk "$top_builddir/examples/esbulk" --out "$top_builddir/bench-out/kafka.txt" \
+    --esbulk "$top_builddir/tools/esbulk/esbulk" --out "$top_builddir/bench-out/kafka.txt" \
     "$@" ${BENCH_KAFKA_ARGS:-}
