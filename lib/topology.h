@@ -4,81 +4,16 @@
 #ifndef ESBULK_TOPOLOGY_H
 #define ESBULK_TOPOLOGY_H
 
-#include "common.h"
+#include "cluster.h"
+#include "http.h"
 #include "log.h"
-#include "route.h"
 
-#include <jansson.h>
-#include <stdatomic.h>
-
-typedef struct {
-    char *id;
-    char *name;
-    char *http;    /* base URL built from publish_address, NULL without HTTP */
-    int reachable; /* answered GET / at the last refresh */
-} esbulk__node_t;
-
-typedef struct {
-    _Atomic int refs;
-    char *distribution; /* "opensearch" or "elasticsearch" */
-    char *version;      /* "2.19.6" */
-    int is_elasticsearch;
-    esbulk__node_t *nodes;
-    int nnodes;
-    int seeds_only;     /* send to seeds only: discovery off or nodes unreachable */
-} esbulk__cluster_t;
-
-typedef enum {
-    ESBULK__IDX_OK = 0,
-    ESBULK__IDX_UNKNOWN,    /* does not exist (yet) */
-    ESBULK__IDX_UNROUTABLE, /* routes on source fields, closed, no write index */
-    ESBULK__IDX_ERROR       /* the last fetch failed (error, reason): asked again soon */
-} esbulk__idx_state_t;
-
-typedef struct {
-    _Atomic int refs;
-    uint64_t serial;     /* unique to this entry in the process (never 0 when
-                            read from a cluster): a placement hint computed
-                            from it names it (doc.h hint_serial) */
-    char *name;          /* as asked: index, alias or data stream */
-    char *write_index;   /* the concrete index written to */
-    char *alias_routing; /* the alias's index_routing, or NULL */
-    esbulk__idx_state_t state;
-    char *reason;        /* why unknown or unroutable */
-    esbulk_layout_t layout;
-    int64_t version_created;
-    int32_t *primary;    /* node index in cluster->nodes per shard, -1 unassigned */
-    esbulk__cluster_t *cluster; /* the node table primary[] refers to */
-    int from_fallback;   /* built from _settings + _search_shards */
-    esbulk_err_t error;  /* ESBULK__IDX_ERROR: why */
-    int64_t fetched_ms;
-} esbulk__index_t;
-
-/* Parsers, exposed for the unit tests (data-file driven). Each takes the
- * decoded JSON body of one server answer. */
-esbulk_err_t esbulk__topology_parse_root(json_t *root, char **distribution, char **version,
-                                         char *errstr, size_t errstr_size);
-esbulk_err_t esbulk__topology_parse_state(json_t *root, const char *index, int is_es,
-                                          esbulk__index_t *e, char ***node_ids,
-                                          char *errstr, size_t errstr_size);
-/* "host/1.2.3.4:9200" -> "host:9200"; "1.2.3.4:9200" and "[::1]:9200" as they are. */
-char *esbulk__publish_address_to_hostport(const char *publish_address);
+#include <pthread.h>
 
 /* A reference to the index entry for name, fetched if missing or stale. */
 esbulk_err_t esbulk__topology_get_index(esbulk_topology_t *topo, const char *name,
                                         esbulk__index_t **entry, char *errstr,
                                         size_t errstr_size);
-void esbulk__index_release(esbulk__index_t *e);
-
-/* The shard of a document with this id and routing under entry e (state
- * OK): the alias's index_routing stands for the routing, and a routing that
- * contradicts it is refused (the server would refuse the document), as is
- * a document with neither id nor routing. The one rule for both the adding
- * thread's hint (place.c) and the core's routing (core.c): a hint is taken
- * as the core's shard only because both compute it here. */
-esbulk_err_t esbulk__index_shard(const esbulk__index_t *e, const char *id, size_t id_len,
-                                 const char *routing, size_t routing_len, int32_t *shard);
-
 /* Reads index name now (blocking), without keeping it in the topology's
  * own table: a new reference in *entry (state UNKNOWN for an index that
  * does not exist), or an error. The engine keeps its entries itself. */
@@ -103,6 +38,53 @@ typedef enum {
 esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, esbulk__cluster_fresh_t fresh,
                                           esbulk__cluster_t **out, char *errstr,
                                           size_t errstr_size);
-void esbulk__cluster_release(esbulk__cluster_t *c);
+
+/* The object, shared by topology.c and topology_read.c only. An index not found is looked for again after this long, so that documents
+ * for an index created meanwhile become routed soon. */
+#define ESBULK__UNKNOWN_RECHECK_MS 1000
+/* The longest a topology request may take. */
+#define ESBULK__TOPOLOGY_TIMEOUT_MS 10000
+
+struct esbulk_topology_s {
+    pthread_mutex_t lock;
+    esbulk__http_opts_t http;
+    esbulk__url_t *seeds;
+    int nseeds;
+    atomic_int good_seed;   /* the seed that answered last */
+    atomic_int *seed_down;  /* per seed: its failure was logged, and it has not answered
+                               since (the next failures go at debug level) */
+    int discovery;
+    int64_t refresh_ms;
+    esbulk__log_t log;
+    esbulk__cluster_t *cluster; /* NULL until first fetched */
+    int64_t cluster_fetched_ms;
+    esbulk__index_t **indices;
+    int nindices;
+    atomic_int logged_state_forbidden, logged_seeds_only, logged_nodes_forbidden; /* log once */
+    /* the last failed cluster fetch: not tried again for ESBULK__CLUSTER_RETRY_MS */
+    int64_t cluster_fail_ms;
+    esbulk_err_t cluster_fail_err;
+    char cluster_fail_msg[256];
+    /* One cluster read at a time (esbulk__topology_get_cluster): the others
+     * asking meanwhile wait for it (cluster_cond) and take its outcome. */
+    pthread_cond_t cluster_cond;
+    int cluster_reading;     /* a read is in flight */
+    uint64_t cluster_reads;  /* reads begun, numbered from 1 */
+    uint64_t cluster_done;   /* the number of the last read that ended */
+    int cluster_done_ok;     /* and whether it read the cluster */
+};
+/* A failed cluster read is not tried again for this long. */
+#define ESBULK__CLUSTER_RETRY_MS 500
+
+/* The reads (topology_read.c): blocking, each under ESBULK__TOPOLOGY_TIMEOUT_MS.
+ * A new cluster snapshot in *out: the distribution and version from GET /,
+ * the nodes with discovery on (seeds only when they cannot be read). */
+esbulk_err_t esbulk__topology_read_cluster(esbulk_topology_t *topo, esbulk__cluster_t **out,
+                                           char *errstr, size_t errstr_size);
+/* A new entry for index name in *out, its primaries numbered by c's nodes;
+ * *missing_node: a primary is on a node c does not know (c is stale). */
+esbulk_err_t esbulk__topology_read_index(esbulk_topology_t *topo, esbulk__cluster_t *c,
+                                         const char *name, esbulk__index_t **out,
+                                         int *missing_node, char *errstr, size_t errstr_size);
 
 #endif
