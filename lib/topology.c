@@ -411,7 +411,6 @@ out:
     return err;
 }
 
-
 char *esbulk_topology_describe(esbulk_topology_t *topo, const char *index, char *errstr,
                                size_t errstr_size)
 {
