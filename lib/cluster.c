@@ -192,7 +192,7 @@ char *esbulk__publish_address_to_hostport(const char *pa)
 /* Fills the layout and routability of e from the index's settings object.
  * routing_num_shards: the metadata value when > 0. */
 esbulk_err_t esbulk__index_parse_layout(json_t *settings, int64_t routing_num_shards, int is_es,
-                                         esbulk__index_t *e, char *errstr, size_t errstr_size)
+                                        esbulk__index_t *e, char *errstr, size_t errstr_size)
 {
     int ok;
     int64_t shards = esbulk__json_int(setting_get(settings, "index.number_of_shards"), &ok);
@@ -305,8 +305,9 @@ esbulk_err_t esbulk__topology_parse_state(json_t *root, const char *index, int i
         return ESBULK_ERR_BAD_RESPONSE;
     }
     rns = esbulk__json_int(json_object_get(meta, "routing_num_shards"), &ok);
-    err = esbulk__index_parse_layout(json_object_get(meta, "settings"), ok ? rns : 0, is_es, e, errstr,
-                               errstr_size);
+    err = esbulk__index_parse_layout(json_object_get(meta, "settings"), ok ? rns : 0, is_es, e,
+                                     errstr,
+                                     errstr_size);
     if (err != ESBULK_OK)
         return err;
     state = json_object_get(meta, "state");

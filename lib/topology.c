@@ -302,7 +302,8 @@ static void remember_failure(esbulk_topology_t *topo, const char *name, esbulk_e
         }
     }
     pthread_mutex_unlock(&topo->lock);
-    if (err == ESBULK_ERR_NOMEM || err == ESBULK_ERR_INVALID_ARG || (e = esbulk__index_new(name)) == NULL)
+    if (err == ESBULK_ERR_NOMEM || err == ESBULK_ERR_INVALID_ARG ||
+        (e = esbulk__index_new(name)) == NULL)
         return;
     e->state = ESBULK__IDX_ERROR;
     e->error = err;

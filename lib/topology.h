@@ -39,7 +39,9 @@ esbulk_err_t esbulk__topology_get_cluster(esbulk_topology_t *topo, esbulk__clust
                                           esbulk__cluster_t **out, char *errstr,
                                           size_t errstr_size);
 
-/* The object, shared by topology.c and topology_read.c only. An index not found is looked for again after this long, so that documents
+/* The object, shared by topology.c and topology_read.c only. */
+
+/* An index not found is looked for again after this long, so that documents
  * for an index created meanwhile become routed soon. */
 #define ESBULK__UNKNOWN_RECHECK_MS 1000
 /* The longest a topology request may take. */

@@ -25,13 +25,13 @@ static esbulk_err_t seed_get(esbulk_topology_t *topo, const char *path, long *st
     /* start from the seed that answered last: a dead first seed costs once */
     for (k = 0; k < topo->nseeds; k++) {
         char url[2048];
+        /* metadata requests are small: do not let one hold the caller for long */
+        int64_t timeout_ms = topo->http.request_timeout_ms < ESBULK__TOPOLOGY_TIMEOUT_MS
+                                 ? topo->http.request_timeout_ms : ESBULK__TOPOLOGY_TIMEOUT_MS;
 
         i = (atomic_load(&topo->good_seed) + k) % topo->nseeds;
         snprintf(url, sizeof(url), "%s%s", topo->seeds[i].base, path);
-        /* metadata requests are small: do not let one hold the caller for long */
-        err = esbulk__http_request(&topo->http, "GET", url, NULL, NULL, 0,
-                                   topo->http.request_timeout_ms < ESBULK__TOPOLOGY_TIMEOUT_MS
-                                       ? topo->http.request_timeout_ms : ESBULK__TOPOLOGY_TIMEOUT_MS,
+        err = esbulk__http_request(&topo->http, "GET", url, NULL, NULL, 0, timeout_ms,
                                    status, &buf, errstr, errstr_size);
         if (err == ESBULK_OK) {
             atomic_store(&topo->good_seed, i);
@@ -413,8 +413,9 @@ static esbulk_err_t fetch_fallback(esbulk_topology_t *topo, esbulk__cluster_t *c
         esbulk__errstr(errstr, errstr_size, "GET %s: HTTP %ld", path, status);
         return status == 403 ? ESBULK_ERR_AUTH : ESBULK_ERR_HTTP;
     }
-    err = esbulk__index_parse_layout(json_object_get(json_object_get(root, e->write_index), "settings"),
-                               0, c->is_elasticsearch, e, errstr, errstr_size);
+    err = esbulk__index_parse_layout(json_object_get(json_object_get(root, e->write_index),
+                                                     "settings"),
+                                     0, c->is_elasticsearch, e, errstr, errstr_size);
     json_decref(root);
     root = NULL;
     if (err != ESBULK_OK)
