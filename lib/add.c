@@ -3,7 +3,7 @@
  * lock, then handed to the I/O thread's incoming queue (handoff.c). */
 #include "docmem.h"
 #include "engine.h"
-#include "murmur3.h"
+#include "utf8.h"
 #include "ndjson.h"
 
 #include <stdlib.h>

@@ -280,7 +280,7 @@ MUTANTS = [
      """        s->want_result |= d->op == ESBULK_OP_UPDATE;""",
      """        s->want_result |= 0;""",
      "a request holding an update does not ask for the items' results (noop lost)"),
-    ("503-not-retried", "lib/response.c",
+    ("503-not-retried", "lib/response_tree.c",
      """    if (http_status == 429 || http_status == 503) {
         out->klass = ESBULK__RESP_RETRY;""",
      """    if (http_status == 429) {
@@ -316,7 +316,7 @@ MUTANTS = [
      """    st.nbytes = (uint32_t)(i * 2);""",
      """    st.nbytes = (uint32_t)i;""",
      "the ASCII fast path counts bytes of UTF-8, not of UTF-16"),
-    ("quick-key-without-value", "lib/response.c",
+    ("quick-key-without-value", "lib/response_fast.c",
      """    return p < end && *p == '"' ? str_scan(p, end, out) : NULL;""",
      """    return p < end && *p != '"' ? p : p < end ? str_scan(p, end, out) : NULL;""",
      "the fast path skips a string key without its value, as if it were absent"),
@@ -354,7 +354,7 @@ MUTANTS = [
      """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= max) {""",
      """    if (c->nspare_sends < ESBULK__CORE_SPARE_SENDS && bytes <= max + bytes) {""",
      "answered requests kept past the bytes their arrays may hold"),
-    ("answer-items-per-answer", "lib/response.c",
+    ("answer-items-per-answer", "lib/response_fast.c",
      """            if (scratch == NULL) {
                 out->items = malloc(expected_items * sizeof(*out->items));""",
      """            if (scratch == NULL || expected_items > 0) {
@@ -419,7 +419,7 @@ MUTANTS = [
     esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);""",
      """    esbulk__queue_take_ahead(out, &c->done, &c->done_ahead);""",
      "the lines delivered last are handed over with their block's shares not given back"),
-    ("status-only-item-wrong-meta", "lib/response.c",
+    ("status-only-item-wrong-meta", "lib/response_fast.c",
      """    item->seq_no = item->primary_term = item->version = -1;
     item->error_type = item->error_reason = item->cause_type = item->cause_reason = NULL;
     item->klass = ESBULK__ITEM_OK;
@@ -429,7 +429,7 @@ MUTANTS = [
     item->klass = ESBULK__ITEM_OK;
     return 1;""",
      "an item of the status alone read with _seq_no, _primary_term and _version 0, not absent"),
-    ("status-only-item-byte-unchecked", "lib/response.c",
+    ("status-only-item-byte-unchecked", "lib/response_fast.c",
      """load8(p + 16) == load8(cr + 16) && p[24] == '}') {""",
      """load8(p + 17) == load8(cr + 17)) {""",
      "the create item of the status alone compared with one of its bytes unchecked"),
