@@ -90,13 +90,13 @@ struct esbulk_s {
     int thread_started;
     void *io;                       /* io.c's state, owned by the I/O thread */
 
-    /* contracts (esbulk.c) */
+    /* contracts (caller.c) */
     struct esbulk__caller_s *callers; /* esbulk_poll/flush/close calls in progress, one
                                        * frame per thread; under lock */
     int destroy_deferred;           /* esbulk_destroy from a callback: the caller that ran
                                      * it closes and frees (under lock) */
 
-    /* pull API (esbulk.c) */
+    /* pull API (serve.c) */
     esbulk__queue_t pull_ready;     /* a handle without result callbacks: outcome known and
                                      * counted as served (a serving call moved them), not
                                      * pulled yet; under lock */

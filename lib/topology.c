@@ -2,8 +2,7 @@
  * esbulk_topology_new's caller) keeps, re-read when stale, one cluster read
  * at a time, and the public esbulk_topology_* calls over it. The reads
  * themselves are topology_read.c's. */
-#include "http.h"
-#include "topology.h"
+#include "topology_int.h"
 
 #include <stdlib.h>
 #include <string.h>

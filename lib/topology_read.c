@@ -3,9 +3,8 @@
  * (_cluster/state, else _settings and _search_shards), asked of the seeds
  * in turn. The topology object (topology.c) and the topology thread call
  * them; what they parse is cluster.c's. */
-#include "http.h"
 #include "murmur3.h"
-#include "topology.h"
+#include "topology_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
