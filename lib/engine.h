@@ -206,8 +206,11 @@ esbulk_err_t esbulk__handoff_full_now(esbulk_t *eb, char *errstr, size_t errstr_
  * caller's no more); on an error docs[*done..n) are still the caller's. */
 esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n,
                                  size_t *done, char *errstr, size_t errstr_size);
-/* Moves the results queued now to *q; they stop counting against
- * buffer.max.docs (a callback can re-queue without waiting). */
+/* Under eb->lock. Moves all of from to *q: those documents stop counting
+ * against buffer.max.docs (an add waiting for room is woken). */
+void esbulk__handoff_uncount(esbulk_t *eb, esbulk__queue_t *from, esbulk__queue_t *q);
+/* Moves the results queued now to *q, as esbulk__handoff_uncount (a
+ * callback can re-queue without waiting). */
 void esbulk__handoff_results(esbulk_t *eb, esbulk__queue_t *q);
 /* The n documents of the list from first were served by this thread's
  * serving call (counted in its frame). */

@@ -286,19 +286,23 @@ esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_
     return err;
 }
 
-/* The results queued now, moved to *q. Served documents stop counting
- * against buffer.max.docs before their callbacks run, so that a callback
- * can re-queue without waiting. */
-void esbulk__handoff_results(esbulk_t *eb, esbulk__queue_t *q)
+void esbulk__handoff_uncount(esbulk_t *eb, esbulk__queue_t *from, esbulk__queue_t *q)
 {
-    pthread_mutex_lock(&eb->lock);
-    *q = eb->results;
-    memset(&eb->results, 0, sizeof(eb->results));
+    *q = *from;
+    memset(from, 0, sizeof(*from));
     eb->buffered_docs -= q->count;
     if (q->count > 0)
         eb->buffer_full = 0; /* room again: an add that still finds none says so */
     if (q->count > 0)
         pthread_cond_broadcast(&eb->cond_space);
+}
+
+/* Served documents stop counting against buffer.max.docs before their
+ * callbacks run, so that a callback can re-queue without waiting. */
+void esbulk__handoff_results(esbulk_t *eb, esbulk__queue_t *q)
+{
+    pthread_mutex_lock(&eb->lock);
+    esbulk__handoff_uncount(eb, &eb->results, q);
     pthread_mutex_unlock(&eb->lock);
 }
 

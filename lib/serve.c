@@ -243,14 +243,8 @@ esbulk_err_t esbulk_results_release(esbulk_t *eb)
         pthread_mutex_unlock(&eb->lock);
         return ESBULK_ERR_IN_CALLBACK;
     }
-    q = eb->pull_held;
-    memset(&eb->pull_held, 0, sizeof(eb->pull_held));
     /* released documents stop counting against buffer.max.docs */
-    eb->buffered_docs -= q.count;
-    if (q.count > 0)
-        eb->buffer_full = 0; /* room again: an add that still finds none says so */
-    if (q.count > 0)
-        pthread_cond_broadcast(&eb->cond_space);
+    esbulk__handoff_uncount(eb, &eb->pull_held, &q);
     pthread_mutex_unlock(&eb->lock);
     while ((d = esbulk__queue_pop(&q)) != NULL)
         esbulk__doc_free(d);
