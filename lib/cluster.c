@@ -306,8 +306,7 @@ esbulk_err_t esbulk__topology_parse_state(json_t *root, const char *index, int i
     }
     rns = esbulk__json_int(json_object_get(meta, "routing_num_shards"), &ok);
     err = esbulk__index_parse_layout(json_object_get(meta, "settings"), ok ? rns : 0, is_es, e,
-                                     errstr,
-                                     errstr_size);
+                                     errstr, errstr_size);
     if (err != ESBULK_OK)
         return err;
     state = json_object_get(meta, "state");

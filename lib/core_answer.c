@@ -126,8 +126,8 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
             if (it->status == 429)
                 c->counts.item_429++;
             esbulk__core_retry_or_give_up(c, dest, d, 0, ESBULK_ERR_ITEM, it->status,
-                                          it->error_type,
-                                          it->error_reason, it->cause_type, it->cause_reason, now);
+                                          it->error_type, it->error_reason, it->cause_type,
+                                          it->cause_reason, now);
         } else if (it->status == 409 && d->ambiguous &&
                    (d->op == ESBULK_OP_CREATE || d->conditional)) {
             esbulk__core_deliver(c, d, ESBULK_OUTCOME_POSSIBLY, ESBULK_ERR_ITEM, it->status,
@@ -143,9 +143,8 @@ static void answer_items(esbulk__core_t *c, esbulk__send_t *s, const esbulk__res
             snprintf(why, sizeof(why), "the server answered status %d for this document",
                      (int)it->status);
             esbulk__core_deliver(c, d, ESBULK_OUTCOME_FAILED, ESBULK_ERR_ITEM, it->status,
-                                 it->error_type,
-                                 it->error_reason ? it->error_reason : why, it->cause_type,
-                                 it->cause_reason);
+                                 it->error_type, it->error_reason ? it->error_reason : why,
+                                 it->cause_type, it->cause_reason);
         }
     }
 }
@@ -166,9 +165,8 @@ static void answer_http(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answ
                                     &resp) != ESBULK_OK) {
         for (i = 0; i < s->ndocs; i++)
             esbulk__core_retry_or_give_up(c, s->dest, s->docs[i], 1, ESBULK_ERR_NOMEM,
-                                          (int32_t)a->status,
-                                          NULL, "out of memory reading the response", NULL, NULL,
-                                          now);
+                                          (int32_t)a->status, NULL,
+                                          "out of memory reading the response", NULL, NULL, now);
         return;
     }
     if (a->status == 429)
@@ -270,14 +268,12 @@ static void answer_transport(esbulk__core_t *c, esbulk__send_t *s, const esbulk_
         /* a certificate that does not verify will not verify on retry */
         for (i = 0; i < s->ndocs; i++)
             esbulk__core_deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_TRANSPORT, 0,
-                                 NULL, why, NULL,
-                                 NULL);
+                                 NULL, why, NULL, NULL);
         return;
     }
     for (i = 0; i < s->ndocs; i++)
         esbulk__core_retry_or_give_up(c, s->dest, s->docs[i], a->kind != ESBULK__ANS_NOT_SENT, err,
-                                      0, NULL,
-                                      why, NULL, NULL, now);
+                                      0, NULL, why, NULL, NULL, now);
 }
 
 void esbulk__core_answer(esbulk__core_t *c, esbulk__send_t *s, const esbulk__answer_t *a,

@@ -222,8 +222,8 @@ void esbulk__core_retries_due(esbulk__core_t *c, int64_t now);
  * failed an attempt: retried, or given its outcome. */
 void esbulk__core_expire_all(esbulk__core_t *c, int64_t now);
 void esbulk__core_retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc,
-                                   int ambiguous, esbulk_err_t err, int32_t status, const char *type,
-                                   const char *reason, const char *cause_type,
+                                   int ambiguous, esbulk_err_t err, int32_t status,
+                                   const char *type, const char *reason, const char *cause_type,
                                    const char *cause_reason, int64_t now);
 
 /* core_send.c: requests */

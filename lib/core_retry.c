@@ -85,8 +85,8 @@ static void retry_buckets_drop(esbulk__core_t *c, size_t i, size_t n)
 }
 
 void esbulk__core_retry_or_give_up(esbulk__core_t *c, dest_t *dest, esbulk__doc_t *doc,
-                                   int ambiguous, esbulk_err_t err, int32_t status, const char *type,
-                                   const char *reason, const char *cause_type,
+                                   int ambiguous, esbulk_err_t err, int32_t status,
+                                   const char *type, const char *reason, const char *cause_type,
                                    const char *cause_reason, int64_t now)
 {
     esbulk__retry_decision_t dec;
@@ -214,8 +214,7 @@ void esbulk__core_deliver_unsent(esbulk__core_t *c, esbulk__doc_t *d, esbulk_err
         t = type;
     }
     esbulk__core_deliver(c, d, d->ambiguous ? ESBULK_OUTCOME_POSSIBLY : ESBULK_OUTCOME_FAILED, err,
-                         d->status,
-                         t, what, cr != NULL ? ct : NULL, cr);
+                         d->status, t, what, cr != NULL ? ct : NULL, cr);
     free(ct);
     free(cr);
 }

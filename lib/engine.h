@@ -204,8 +204,8 @@ esbulk_err_t esbulk__handoff_full_now(esbulk_t *eb, char *errstr, size_t errstr_
 /* Queues docs[0..n) in order under one lock, each waiting for space as
  * enqueue.timeout.ms allows. *done gets how many were queued (those are the
  * caller's no more); on an error docs[*done..n) are still the caller's. */
-esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n,
-                                 size_t *done, char *errstr, size_t errstr_size);
+esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n, size_t *done,
+                                 char *errstr, size_t errstr_size);
 /* Under eb->lock. Moves all of from to *q: those documents stop counting
  * against buffer.max.docs (an add waiting for room is woken). */
 void esbulk__handoff_uncount(esbulk_t *eb, esbulk__queue_t *from, esbulk__queue_t *q);

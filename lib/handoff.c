@@ -212,8 +212,8 @@ esbulk_err_t esbulk__handoff_full_now(esbulk_t *eb, char *errstr, size_t errstr_
  * enqueue.timeout.ms allows. *done gets how many were queued (those are
  * the caller's no more); on an error docs[*done..n) are still the
  * caller's. */
-esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n,
-                                 size_t *done, char *errstr, size_t errstr_size)
+esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n, size_t *done,
+                                 char *errstr, size_t errstr_size)
 {
     size_t max_bytes = (size_t)esbulk__conf_int(eb->conf, ESBULK__C_BUFFER_MAX_BYTES);
     int64_t wait_ms = esbulk__conf_int(eb->conf, ESBULK__C_ENQUEUE_TIMEOUT_MS);

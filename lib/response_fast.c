@@ -258,8 +258,8 @@ static int read_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want
             r = -1;
             if ((f.cbtype.p == NULL || (cbtype = span_dup(&f.cbtype)) != NULL) &&
                 (cbreason = span_dup(&f.cbreason)) != NULL &&
-                esbulk__resp_add_caused_by(&item->error_reason, &item->cause_type, &item->cause_reason, cbtype,
-                                           cbreason) == ESBULK_OK)
+                esbulk__resp_add_caused_by(&item->error_reason, &item->cause_type,
+                                           &item->cause_reason, cbtype, cbreason) == ESBULK_OK)
                 r = 0;
             free(cbtype);
             free(cbreason);
@@ -267,7 +267,8 @@ static int read_item(scan_t *s, int retry_cluster_block, const esbulk__resp_want
                 return -1;
         }
     }
-    item->klass = esbulk__resp_item_class(item, has_error, KEY_IS(op, "delete"), retry_cluster_block);
+    item->klass = esbulk__resp_item_class(item, has_error, KEY_IS(op, "delete"),
+                                          retry_cluster_block);
     return 0;
 }
 
@@ -532,8 +533,8 @@ static ALWAYS_INLINE int status_only_item(scan_t *s, esbulk__item_t *item)
 /* The whole 2xx answer: 0 with out classified OK and its items set, or -1
  * with out as it was (nothing kept). */
 int esbulk__resp_fast_items(const char *body, size_t body_len, size_t expected_items,
-                            int retry_cluster_block, const esbulk__resp_want_t *want, int quick_only,
-                            esbulk__resp_scratch_t *scratch, esbulk__resp_t *out)
+                            int retry_cluster_block, const esbulk__resp_want_t *want,
+                            int quick_only, esbulk__resp_scratch_t *scratch, esbulk__resp_t *out)
 {
     scan_t s;
     span_t key;

@@ -13,7 +13,8 @@
 #define ESBULK__RESP_WHY_MAX 512
 
 /* The class of a parsed item; is_delete: its operation is "delete". */
-static inline esbulk__item_class_t esbulk__resp_item_class(const esbulk__item_t *item, int has_error, int is_delete,
+static inline esbulk__item_class_t esbulk__resp_item_class(const esbulk__item_t *item,
+                                                           int has_error, int is_delete,
                                                            int retry_cluster_block)
 {
     int32_t st = item->status;
@@ -62,7 +63,7 @@ esbulk_err_t esbulk__resp_parse_status(long http_status, const char *body, size_
 /* The whole 2xx answer: 0 with out classified OK and its items set, or -1
  * with out as it was (nothing kept). */
 int esbulk__resp_fast_items(const char *body, size_t body_len, size_t expected_items,
-                            int retry_cluster_block, const esbulk__resp_want_t *want, int quick_only,
-                            esbulk__resp_scratch_t *scratch, esbulk__resp_t *out);
+                            int retry_cluster_block, const esbulk__resp_want_t *want,
+                            int quick_only, esbulk__resp_scratch_t *scratch, esbulk__resp_t *out);
 
 #endif

@@ -146,7 +146,8 @@ static esbulk_err_t item_parse(const json_t *entry, size_t i, int retry_cluster_
         }
     }
     if (nops != 1) {
-        snprintf(why, ESBULK__RESP_WHY_MAX, "items[%zu] has %s operation object", i, nops ? "more than one" : "no");
+        snprintf(why, ESBULK__RESP_WHY_MAX, "items[%zu] has %s operation object", i,
+                 nops ? "more than one" : "no");
         return ESBULK_OK;
     }
     status = json_object_get(body, "status");
@@ -156,7 +157,8 @@ static esbulk_err_t item_parse(const json_t *entry, size_t i, int retry_cluster_
     }
     st = json_integer_value(status);
     if (st < 100 || st > 599) {
-        snprintf(why, ESBULK__RESP_WHY_MAX, "items[%zu] has an invalid status %" JSON_INTEGER_FORMAT, i, st);
+        snprintf(why, ESBULK__RESP_WHY_MAX,
+                 "items[%zu] has an invalid status %" JSON_INTEGER_FORMAT, i, st);
         return ESBULK_OK;
     }
     item->status = (int32_t)st;
@@ -176,7 +178,8 @@ static esbulk_err_t item_parse(const json_t *entry, size_t i, int retry_cluster_
     if (err != ESBULK_OK)
         return err; /* the caller frees what was taken */
 
-    item->klass = esbulk__resp_item_class(item, has_error, strcmp(op, "delete") == 0, retry_cluster_block);
+    item->klass = esbulk__resp_item_class(item, has_error, strcmp(op, "delete") == 0,
+                                          retry_cluster_block);
     return ESBULK_OK;
 }
 
@@ -217,7 +220,8 @@ esbulk_err_t esbulk__resp_parse_items(const char *body, size_t body_len, size_t 
         if (err == ESBULK_OK)
             err = esbulk__resp_explain(out, ESBULK__RESP_RETRY_AMBIGUOUS, ESBULK_ERR_BAD_RESPONSE,
                                        "response truncated or not JSON: %s (byte %d of %zu)",
-                                       text != NULL ? text : "parse error", jerr.position, body_len);
+                                       text != NULL ? text : "parse error", jerr.position,
+                                       body_len);
         goto done;
     }
     if (!json_is_object(root)) {
@@ -234,7 +238,8 @@ esbulk_err_t esbulk__resp_parse_items(const char *body, size_t body_len, size_t 
             out->klass = ESBULK__RESP_RETRY_AMBIGUOUS;
             out->err = ESBULK_ERR_BAD_RESPONSE;
             if (out->error_reason == NULL)
-                err = esbulk__resp_explain(out, ESBULK__RESP_RETRY_AMBIGUOUS, ESBULK_ERR_BAD_RESPONSE,
+                err = esbulk__resp_explain(out, ESBULK__RESP_RETRY_AMBIGUOUS,
+                                           ESBULK_ERR_BAD_RESPONSE,
                                            "response has no \"items\" array");
         }
         goto done;
@@ -263,7 +268,8 @@ esbulk_err_t esbulk__resp_parse_items(const char *body, size_t body_len, size_t 
             goto done;
         if (why[0] != '\0') {
             esbulk__resp_items_free(out);
-            err = esbulk__resp_explain(out, ESBULK__RESP_RETRY_AMBIGUOUS, ESBULK_ERR_BAD_RESPONSE, "%s", why);
+            err = esbulk__resp_explain(out, ESBULK__RESP_RETRY_AMBIGUOUS, ESBULK_ERR_BAD_RESPONSE,
+                                       "%s", why);
             goto done;
         }
     }
@@ -320,9 +326,11 @@ esbulk_err_t esbulk__resp_parse_status(long http_status, const char *body, size_
         esbulk__resp_class_t klass = out->klass;
 
         if (out->error_type != NULL)
-            err = esbulk__resp_explain(out, klass, out->err, "HTTP %ld, no reason given", http_status);
+            err = esbulk__resp_explain(out, klass, out->err, "HTTP %ld, no reason given",
+                                       http_status);
         else
-            err = esbulk__resp_explain(out, klass, out->err, "HTTP %ld with an empty body", http_status);
+            err = esbulk__resp_explain(out, klass, out->err, "HTTP %ld with an empty body",
+                                       http_status);
     }
 done:
     json_decref(root);
