@@ -139,7 +139,7 @@ void bench_data_free(bench_data_t *d)
 }
 
 /* ------------------------------------------------------------------------- */
-/* Small helpers */
+/* Small utilities */
 
 double bench_now_s(void)
 {

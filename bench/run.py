@@ -92,15 +92,16 @@ that changes (A B C D, then D C B A ...: none always follows the same
 neighbour), and (not in --quick) an untimed load of the block's whole data
 set goes first, by a different contender each round. The default is 4
 rounds, an even number: with two contenders each then runs first in a block
-as often as the other. The first run of a block was the slower one: over
-the node-and-limit pairs in bench/results (sessions 8-21, counted by
-bench/position.py), node / limit was 0.927 when node ran first (143 pairs)
-and 0.964 when the limit did (71); 3 rounds of two contenders, one of them
-first twice, tilt the median against it. On a cluster warmed to its steady
-rate the limit alone showed no such effect (session 23: three limit runs a
-block, 2 x 3 blocks, first 1.005 / 0.988 / 1.012 of its block's mean): it
-was the cluster still speeding up during the rounds, which the longer
-warm-up below removes. A run whose cluster figures could
+as often as the other. On a cluster still speeding up the first run of a
+block is the slower one: over the node-and-limit pairs in bench/results
+of 2026-12-04 to 2026-12-05 (counted by bench/position.py, 2026-12-06,
+a0763b1), node / limit was 0.927 when node ran first (143 pairs) and 0.964
+when the limit did (71); 3 rounds of two contenders, one of them first
+twice, tilt the median against it. On a cluster warmed to its steady rate
+the limit alone shows no such effect (2026-12-06, 7692c1d: three limit runs
+a block, 2 x 3 blocks, first 1.005 / 0.988 / 1.012 of its block's mean),
+so the warm-up below removes the drift and the even count balances what
+is left. A run whose cluster figures could
 not be read is reported (table footer, results.json
 "unread_runs"), not in the medians. Each run: a fresh index (6
 shards, 0 replicas, the shape's mapping), wait for green; snapshot the node
@@ -113,23 +114,22 @@ and delete the index. docs/s uses the contender's own "seconds" (the timed
 part: every contender has its documents in memory before the clock starts:
 libesbulk, the limit and the Go ones read the file, the Python ones also
 parse it into dicts, or keep the lines as bytes, for the modes that send
-bytes; until session 8 the Python ones read and parsed it as they went,
-inside the timed part; the limit also finds the nodes and the index's
-layout before its clock, and since session 23 so does esbulk_bench: its
-handle deletes an _id no document has, untimed, and reports that step's
-wall time as "ready_s": 16-32 ms on the warmed benchmark cluster, 50-100
-ms on a cold one, which had been inside its 4-7 s).
+bytes (parsing as they went cost them 2-3 us a document inside the timed
+part, 2026-12-04); the limit also finds the nodes and the index's layout
+before its clock, and so does esbulk_bench: its handle deletes an _id no
+document has, untimed, and reports that step's wall time as "ready_s":
+16-32 ms on the warmed benchmark cluster, 50-100 ms on a cold one, 0.3-0.5%
+of a run's 4-7 s, 2026-12-06; --cold puts it back inside the clock).
 Untimed
 warm-up loads run first (not in --quick): every block of the plan (shape and
 id mode) in turn, each a whole data set, until 6M documents are in (12 runs
 of 500k, 6 of 1M): the server's JIT needs them. From a cold start, the limit
-program's rate rose for about 4.5M documents and then held (session 23,
-500k sets, the three blocks in turn: gateway ids 59k docs/s after 1.5M
-documents, 68k after 3M, 82-89k from 4.5M on; orders 97k, 110k, then
-129-137k). The earlier
-warm-up, 2M documents of the gateway shape only, left round 1 and part of
-round 2 on a cluster still speeding up: the first run of each pair paid
-for the drift.
+program's rate rises for about 4.5M documents and then holds (2026-12-06,
+7692c1d, bench/results/2026-12-06-warmup.txt; 500k sets, the three blocks
+in turn: gateway ids 59k docs/s after 1.5M documents, 68k after 3M, 82-89k
+from 4.5M on; orders 97k, 110k, then 129-137k). 2M documents of the
+gateway shape only leave round 1 and part of round 2 on a cluster still
+speeding up, and the first run of each pair pays for the drift.
 
 --profile records every run with Java Flight Recorder on the node JVMs
 (jcmd JFR.start settings=profile / JFR.stop; OUT/profile/*.jfr) and counts
@@ -144,7 +144,7 @@ docs/s median/min/max over rounds, ratio to esbulk-off and to limit, client
 CPU s per million docs, server CPU s per million docs, inter-node transport
 bytes per doc (tx summed over nodes), write rejections, client peak RSS; a
 PNG chart OUT/results.png (docs/s, server CPU per million docs); bench/micro's
-client-only figures when it exists; then the issue's targets, one line each,
+client-only figures when it exists; then the speed targets, one line each,
 "met" or "not met" (reported, never asserted). --sweep varies libesbulk's
 flush.docs, flush.bytes, max.inflight.per.node, id.generate and compression
 with node routing, interleaved with the esbulk-off baseline (a baseline run
@@ -853,9 +853,9 @@ def table(rows, title):
 
 
 def targets(rows, micro):
-    """The issue's targets, as lines; each from the gateway shape (ids and
+    """The speed targets, as lines; each from the gateway shape (ids and
     noid), and node against the limit and the client's CPU share on every
-    other shape too (issue #11: "on every shape")."""
+    other shape too (that target holds "on every shape")."""
     by = {(r["label"], r["shape"], r["ids"]): r for r in rows}
     out = []
 
@@ -922,7 +922,7 @@ def targets(rows, micro):
         v = ratio("os-go")
         line("routed >= 1.3x opensearch-go BulkIndexer" + tag, v, v is not None and v >= 1.3)
         limit_line(r, tag)
-        # the language packages (issues #12, #13)
+        # the language packages' targets (Python, Go)
         for mine, vs_c in (("esbulk-py-bulk", 0.9), ("esbulk-py-indexer", 0.9),
                            ("esbulk-py-bulk-bytes", 0.97), ("esbulk-py-indexer-bytes", 0.97)):
             v = ratio(ROUTED, mine=mine)
@@ -953,13 +953,27 @@ def targets(rows, micro):
             share_lines(r, tag)
     m = micro if isinstance(micro, dict) else {}
     eng = m.get("engine_null_sink") if isinstance(m.get("engine_null_sink"), dict) else {}
-    for what, ns in (("route+buffer+serialize, no network", m.get("build_route_serialize_ns_per_doc")),
-                     ("esbulk_add..flush to the null sink, CPU", eng.get("cpu_ns_per_doc"))):
-        what = "client-side cost <= 150 ns per 200-byte document (%s)" % what
-        if isinstance(ns, (int, float)):
-            line(what, "%.0f ns" % ns, ns <= 150)
-        else:
-            line(what, None, None, " (no bench/micro figure)")
+    warm = m.get("engine_null_sink_warm") if isinstance(m.get("engine_null_sink_warm"), dict) else {}
+    brs = m.get("build_route_serialize_ns_per_doc")
+    what = "client-side cost <= 150 ns per 200-byte document (route+buffer+serialize, no network)"
+    if isinstance(brs, (int, float)):
+        line(what, "%.0f ns" % brs, brs <= 150)
+    else:
+        line(what, None, None, " (no bench/micro figure)")
+    # the whole public path (esbulk_add to the flushed answer, every thread's
+    # CPU) has targets of its own: <= 400 ns, and <= 3.5x the part above
+    for handle, e in (("a new handle", eng), ("a warm handle", warm)):
+        ns = e.get("cpu_ns_per_doc")
+        if not isinstance(ns, (int, float)):
+            if handle == "a new handle":
+                line("esbulk_add..flush to the null sink <= 400 ns CPU per document", None, None,
+                     " (no bench/micro figure)")
+            continue
+        line("esbulk_add..flush to the null sink <= 400 ns CPU per document (%s)" % handle,
+             "%.0f ns" % ns, ns <= 400)
+        if isinstance(brs, (int, float)) and brs > 0:
+            v = ns / brs
+            line("the same <= 3.5x route+buffer+serialize (%s)" % handle, v, v <= 3.5)
     return out
 
 
@@ -1151,8 +1165,8 @@ def plan(a):
 
 # Untimed documents loaded before the first recorded run: the node JVMs'
 # C2 JIT needs minutes of full load before the indexing paths are compiled
-# (with 150k documents, round 1 still ran up to 2x slower than rounds 2 and
-# 3; with 2M, in session 23, 20% slower than after 4.5M). Each block of the
+# (with 150k documents, round 1 ran up to 2x slower than rounds 2 and 3;
+# with 2M, 20% slower than after 4.5M, 2026-12-06). Each block of the
 # plan gets its turn: each shape and id mode runs its own code.
 WARMUP_DOCS = 6000000
 
@@ -1388,8 +1402,8 @@ def main(argv):
                 # untimed, the block's whole data set (the contenders read a
                 # file; none takes a count): the JIT re-adapts after the
                 # other shape's block, and the block's first run paid for it
-                # (10-25% slower than the same work second in the block, in
-                # session 3's runs)
+                # (10-25% slower than the same work second in the block,
+                # 2026-12-03, bench/results/2026-12-03-results.json)
                 log("bench: block warm-up (%s, %s, %d docs, not recorded)" % (
                     shape, "ids" if ids else "noid", a.docs))
                 guarded_run(env, pids, warmup_pick(block, rnd),

@@ -13,6 +13,11 @@ func TestLibraryVersion(t *testing.T) {
 	if libraryVersionNumber() == 0 {
 		t.Fatal("esbulk_version() is 0")
 	}
+	// the module and the library share a major version: an ABI break is a
+	// new major of both
+	if major := func(s string) string { return regexp.MustCompile(`^[0-9]+`).FindString(s) }; major(v) != major(Version) {
+		t.Fatalf("LibraryVersion() = %q, the module's Version = %q: different major versions", v, Version)
+	}
 }
 
 // The cost of one cgo crossing and nothing else: what each Add pays on top

@@ -32,8 +32,8 @@ extern "C" {
 #endif
 
 /* Package version: 0xMMmmpp00 (major, minor, patch). */
-#define ESBULK_VERSION 0x00010000
-#define ESBULK_VERSION_STR "0.1.0"
+#define ESBULK_VERSION 0x01000000
+#define ESBULK_VERSION_STR "1.0.0"
 
 /* ---------------------------------------------------------------------------
  * Errors. Values are stable and only ever appended to.

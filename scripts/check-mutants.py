@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Mutation checks: applies small mutations of lib/ (and of the tools' pure
-code: examples/, mysql/), one at a time, to a copy
+code: examples/, mysql/, kafka/), one at a time, to a copy
 of the sources, builds the library and the fast unit tests (tests/check_*.c,
 and the fuzz harnesses replayed over their committed inputs, as
 tests/fuzz_replay.test does, and for lib/sha256.c tests/sha256_arm64.test)
@@ -639,6 +639,28 @@ MUTANTS = [
      """                (word_is(prev, "DROP") || word_is(prev, "TRUNCATE") || word_is(prev, "EXCHANGE")))""",
      """                (word_is(prev, "TRUNCATE") || word_is(prev, "EXCHANGE")))""",
      "esbulk-mysql follows on past ALTER TABLE ... DROP PARTITION, the partition's documents left behind"),
+    ("kafka-watermark-past-pending", "kafka/tracker.c",
+     """    if (t->len > 0)
+        return t->off[t->head];
+    return t->next;""",
+     """    return t->next;""",
+     "esbulk-kafka commits past messages that have no result yet"),
+    ("kafka-dead-letter-unacknowledged", "kafka/tracker.c",
+     """    while (t->len > 0 && t->st[t->head] == EKF_DONE) {""",
+     """    while (t->len > 0 && t->st[t->head] != EKF_PENDING) {""",
+     "esbulk-kafka commits a refused message before the broker acknowledged its dead letter"),
+    ("kafka-index-upper-case", "kafka/message.c",
+     """            out[o++] = (char)tolower((unsigned char)add[i]);""",
+     """            out[o++] = add[i];""",
+     "esbulk-kafka names an index after a topic with capitals, which the server refuses"),
+    ("kafka-unknown-key-ignored", "kafka/config.c",
+     """    if (e == ESBULK_ERR_UNKNOWN_KEY) {""",
+     """    if (e == ESBULK_ERR_UNKNOWN_KEY && 0) {""",
+     "esbulk-kafka starts with a misspelt configuration key"),
+    ("kafka-tombstone-any-mode", "kafka/message.c",
+     """        if (o->id_mode != EKF_ID_KEY || key == NULL || key_len == 0) {""",
+     """        if (key == NULL || key_len == 0) {""",
+     "esbulk-kafka deletes by a tombstone's key under --id offset, where the key is no _id"),
     ("arm-sha256-h2-new-abcd", "lib/sha256.c",
      """            efgh = vsha256h2q_u32(efgh, prev, m);""",
      """            efgh = vsha256h2q_u32(efgh, abcd, m);""",
@@ -656,7 +678,7 @@ MUTANTS = [
 FUZZ = ["response", "topology", "load", "writer", "route", "conf", "sigv4"]
 UNITS = ["check_murmur3", "check_route", "check_conf", "check_topology", "check_response",
          "check_engine", "check_core", "check_misuse", "check_pull", "check_docmem",
-         "check_sha256", "check_sigv4", "check_awscreds", "check_mysql_map"]
+         "check_sha256", "check_sigv4", "check_awscreds", "check_mysql_map", "check_kafka"]
 
 
 def run(cmd, **kw):
@@ -685,7 +707,7 @@ def main():
                 continue
             t0 = time.time()
             tree = os.path.join(work, name)
-            for d in ("lib", "include", "tests", "examples", "mysql"):
+            for d in ("lib", "include", "tests", "examples", "mysql", "kafka"):
                 shutil.copytree(os.path.join(src, d), os.path.join(tree, d),
                                 ignore=shutil.ignore_patterns("cluster", "python-*", "*.o", "*.sock"))
             target = os.path.join(tree, path)

@@ -22,6 +22,7 @@
 #          fails with that message when there is none
 #          MariaDB server, client and Connector/C (esbulk-mysql and its tests,
 #          tests/mariadb/mariadb.sh)
+#          librdkafka (esbulk-kafka, the Kafka-to-index sink)
 #          gcc for aarch64 and qemu-user (tests/sha256_arm64.test runs the
 #          ARMv8 SHA-256 path under emulation)
 set -euo pipefail
@@ -31,7 +32,7 @@ build_pkgs=(gcc make autoconf automake libtool pkg-config
             libcurl4-openssl-dev libjansson-dev libxxhash-dev zlib1g-dev)
 test_pkgs=(check clang valgrind curl python3 python3-venv python3-botocore
            openjdk-17-jdk-headless maven groff-base openssl util-linux golang-go
-           mariadb-server mariadb-client libmariadb-dev
+           mariadb-server mariadb-client libmariadb-dev librdkafka-dev
            gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
 case "$what" in

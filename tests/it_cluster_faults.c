@@ -1,5 +1,5 @@
 /*
- * Cluster changes during a load (issue 15): one scenario per run, against a
+ * Cluster changes during a load: one scenario per run, against a
  * 3-node OpenSearch cluster of the fault tests' own (never the shared one),
  * while producer threads add documents. tests/cluster_faults.sh starts the
  * cluster, runs the scenarios and prints their table.

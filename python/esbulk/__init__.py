@@ -11,11 +11,13 @@ elasticsearch-py's bulk helpers (bulk, streaming_bulk).
 from typing import Any
 
 from ._clib import lib as _lib
-from ._indexer import JSON_ENCODER, Indexer, Result
+from ._indexer import Indexer
+from ._json import JSON_ENCODER
+from ._result import Result
 from . import errors as _errors
 from .errors import ConfigError, EsbulkError, InvalidDocumentError, QueueFullError, TransportError
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 
 def library_version() -> str:

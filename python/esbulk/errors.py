@@ -1,15 +1,21 @@
 """Exceptions of the esbulk package.
 
-BulkIndexError is a subclass of the peer's class (opensearch-py's, else
-elasticsearch-py's helpers.BulkIndexError), so that an ``except`` written for
-the peer keeps working. It is made when first used (an attribute of this
+BulkIndexError and ScanError are subclasses of the installed peers' classes
+(opensearch-py's and elasticsearch-py's helpers.BulkIndexError / ScanError,
+of both when both are installed), so that an ``except`` written for either
+peer keeps working. They are made when first used (attributes of this
 module, of esbulk and of esbulk.helpers, looked up through the modules'
-__getattr__): importing opensearch-py costs about 0.3 s of CPU, which a
-program that passes URLs and never sees a BulkIndexError need not pay.
+__getattr__): importing a peer costs about 0.3 s of CPU, which a program
+that uses esbulk.Indexer alone need not pay. esbulk.helpers.errors is this
+module, as the peers' helpers.errors holds their BulkIndexError and
+ScanError.
 """
 import importlib
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Type
+import types
+
+from . import _peers
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type
 
 
 class EsbulkError(Exception):
@@ -17,7 +23,9 @@ class EsbulkError(Exception):
     ``accepted`` (for the add calls) how many documents were added before it."""
 
     def __init__(self, message: str, code: int = 0, accepted: int = 0) -> None:
-        super().__init__(message)
+        # not super(): the peers' bases the helpers' subclasses add after this
+        # one (elasticsearch-py's ApiError) take other arguments
+        Exception.__init__(self, message)
         self.code = code
         self.accepted = accepted
 
@@ -40,21 +48,25 @@ class QueueFullError(EsbulkError, BufferError):
     confluent-kafka's Producer raises); ``accepted`` documents were added."""
 
 
-def _peer_class() -> Type[Exception]:
-    try:
-        from opensearchpy.helpers import BulkIndexError as peer  # type: ignore
-        return peer  # type: ignore[no-any-return]
-    except Exception:  # pragma: no cover - depends on what is installed
-        try:
-            from elasticsearch.helpers import BulkIndexError as peer2  # type: ignore
-            return peer2  # type: ignore[no-any-return]
-        except Exception:
-            return Exception
+def _peer_classes(name: str, sub: str = "helpers") -> List[Type[Exception]]:
+    """The installed peers' classes called name (in their module sub),
+    primary peer first, each once."""
+    out: List[Type[Exception]] = []
+    for peer in _peers.INSTALLED:
+        mod = _peers.module(peer, sub)
+        cls = getattr(mod, name, None) if mod is not None else None
+        if isinstance(cls, type) and cls not in out:
+            out.append(cls)
+    return out
+
+
+def _bases(name: str, sub: str = "helpers") -> Tuple[type, ...]:
+    return tuple(_peer_classes(name, sub)) or (Exception,)
 
 
 def _make_bulk_index_error() -> Type[Exception]:
-    class BulkIndexError(_peer_class()):  # type: ignore[misc]
-        """Documents failed, as opensearch-py's helpers.BulkIndexError: ``errors``
+    class BulkIndexError(*_bases("BulkIndexError")):  # type: ignore[misc]
+        """Documents failed, as the peers' helpers.BulkIndexError: ``errors``
         is the list of {op: item} of the failed documents."""
 
         def __init__(self, message: str, errors: List[Any]) -> None:
@@ -64,22 +76,52 @@ def _make_bulk_index_error() -> Type[Exception]:
         def errors(self) -> List[Any]:
             return self.args[1]  # type: ignore[no-any-return]
 
+        @errors.setter
+        def errors(self, value: List[Any]) -> None:  # elasticsearch-py's sets it
+            self.args = (self.args[0] if self.args else "", value)
+
     BulkIndexError.__module__ = __name__
     BulkIndexError.__qualname__ = "BulkIndexError"
     return BulkIndexError
 
 
-_made: List[Type[Exception]] = []
+def _make_scan_error() -> Type[Exception]:
+    class ScanError(*_bases("ScanError")):  # type: ignore[misc]
+        """A scan (esbulk.helpers.scan, the peer's own) failed: the peers'
+        ScanError, with the ``scroll_id`` it stopped at."""
+
+        def __init__(self, scroll_id: Any, *args: Any) -> None:
+            Exception.__init__(self, *args)
+            self.scroll_id = scroll_id
+
+    ScanError.__module__ = __name__
+    ScanError.__qualname__ = "ScanError"
+    return ScanError
+
+
+_made: Dict[str, Type[Exception]] = {}
 _made_lock = threading.Lock()
+_MAKERS = {"BulkIndexError": _make_bulk_index_error, "ScanError": _make_scan_error}
+
+
+def _lazy(name: str) -> Type[Exception]:
+    cls = _made.get(name)
+    if cls is None:
+        with _made_lock:
+            cls = _made.get(name)
+            if cls is None:
+                cls = _made[name] = _MAKERS[name]()
+    return cls
 
 
 def bulk_index_error() -> Type[Exception]:
     """The BulkIndexError class (made, once, on the first call)."""
-    if not _made:
-        with _made_lock:
-            if not _made:
-                _made.append(_make_bulk_index_error())
-    return _made[0]
+    return _lazy("BulkIndexError")
+
+
+def scan_error() -> Type[Exception]:
+    """The ScanError class (made, once, on the first call)."""
+    return _lazy("ScanError")
 
 
 if TYPE_CHECKING:
@@ -87,11 +129,18 @@ if TYPE_CHECKING:
         def __init__(self, message: str, errors: List[Any]) -> None: ...
         @property
         def errors(self) -> List[Any]: ...
+
+    class ScanError(Exception):
+        scroll_id: Any
+        def __init__(self, scroll_id: Any, *args: Any) -> None: ...
 else:
     def __getattr__(name: str) -> Any:
-        if name == "BulkIndexError":
-            return bulk_index_error()
+        if name in _MAKERS:
+            return _lazy(name)
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+    def __dir__() -> List[str]:
+        return sorted(set(globals()) | set(_MAKERS))
 
 
 class TransportError(EsbulkError):
@@ -105,6 +154,11 @@ class TransportError(EsbulkError):
         super().__init__(message, code)
         self._status_code = status_code if status_code else "N/A"
         self._error = message
+        # what elasticsearch-py's (elastic-transport's) exceptions carry
+        self.message = message
+        self.errors: Tuple[Any, ...] = ()
+        self.body: Any = None
+        self.meta: Any = None
 
     # properties, as the peer's (whose own would read args)
     @property
@@ -117,39 +171,63 @@ class TransportError(EsbulkError):
 
     @property
     def info(self) -> Any:
-        return None
+        return self.body
 
     def __str__(self) -> str:
-        return self._error
+        return self.message
 
 
-_transport: Dict[bool, Type[TransportError]] = {}
+_transport: Dict[Any, Type[TransportError]] = {}
 
 
 def transport_error(status_code: Any) -> Type[TransportError]:
     """The class the helpers raise for a document not delivered: a
-    TransportError that is also the peer's (opensearch-py's, else
-    elasticsearch-py's) ConnectionError when there was no HTTP status, or its
-    TransportError, so that an ``except`` written for the peer catches it.
-    Made on first use (importing the peer is slow)."""
+    TransportError that is also the installed peers' (opensearch-py's and
+    elasticsearch-py's) ConnectionError when there was no HTTP status, or
+    their TransportError, so that an ``except`` written for either peer
+    catches it. Made on first use (importing a peer is slow)."""
     conn = not isinstance(status_code, int)
-    cls = _transport.get(conn)
+    return _transport_class(conn, "ConnectionError" if conn else "TransportError")
+
+
+def request_error(flavour: Optional[str]) -> Type[TransportError]:
+    """The class of a request the server refuses whole with HTTP 400 (a
+    bulk request with an action that has no index: "index is missing"):
+    the peers' 400 classes (opensearch-py's RequestError, elasticsearch-py's
+    BadRequestError), named as flavour's, the peer whose client the helper
+    was given, names it in str()."""
+    name = "BadRequestError" if flavour == _peers.ELASTICSEARCH else "RequestError"
+    return _transport_class(("request", name), name)
+
+
+def _transport_class(key: Any, name: str) -> Type[TransportError]:
+    cls = _transport.get(key)
     if cls is None:
         with _made_lock:
-            cls = _transport.get(conn)
+            cls = _transport.get(key)
             if cls is None:
-                name = "ConnectionError" if conn else "TransportError"
-                peer: Any = None
-                for mod in ("opensearchpy.exceptions", "elasticsearch.exceptions"):
-                    try:
-                        peer = getattr(importlib.import_module(mod), name)
-                        break
-                    except Exception:  # pragma: no cover - depends on what is installed
-                        continue
-                if peer is None:  # pragma: no cover
-                    cls = TransportError
+                if name in ("RequestError", "BadRequestError"):
+                    peers = (_peer_classes("RequestError", "exceptions") +
+                             _peer_classes("BadRequestError", "exceptions"))
                 else:
-                    cls = type("TransportError", (TransportError, peer),
-                               {"__module__": __name__, "__qualname__": "TransportError"})
-                _transport[conn] = cls
+                    peers = _peer_classes(name, "exceptions")
+                # (elasticsearch-py's RequestError is its BadRequestError)
+                bases = (TransportError,) + tuple(dict.fromkeys(peers))
+                own = name if name.endswith("RequestError") else "TransportError"
+                cls = type(own, bases, {"__module__": __name__, "__qualname__": own})
+                _transport[key] = cls
     return cls
+
+
+def make_request_error(flavour: Optional[str], etype: str, reason: str) -> TransportError:
+    """A request_error(flavour) as the peer raises it for the server's 400
+    answer {"error": {"type": etype, "reason": reason}}: str() as the peer's
+    ("RequestError(400, 'etype', 'reason')"), .error the type, .info the
+    body."""
+    cls = request_error(flavour)
+    e = cls("%s(400, %r, %r)" % (cls.__name__, etype, reason), 400)
+    e._error = etype
+    cause = {"type": etype, "reason": reason}
+    e.body = {"error": dict(cause, root_cause=[cause]), "status": 400}
+    e.meta = types.SimpleNamespace(status=400)
+    return e

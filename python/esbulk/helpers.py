@@ -5,12 +5,18 @@
 
 bulk(), streaming_bulk() and parallel_bulk() take the same arguments, return
 the same values and raise the same exceptions (BulkIndexError with .errors, a
-subclass of the peer's BulkIndexError when opensearch-py or elasticsearch-py
-is installed) as opensearch-py's. What differs, and why:
+subclass of the BulkIndexError of opensearch-py and elasticsearch-py, of those
+installed) as the peer of the client they are given: each peer's signature of
+its installed version, its expand_action. The module has every other name of
+the installed peers' helpers too (scan, reindex, the async helpers,
+BULK_FLUSH, ScanError, errors...): what libesbulk does not speed up is the
+peer's own (see _peers). What differs, and why:
 
 - ``client`` may be an opensearch-py / elasticsearch-py client (its hosts,
   credentials and TLS settings are read from it: it is never called) or a URL
-  string or list of URLs.
+  string or list of URLs. A client whose bulk() is not the peer's own (a
+  mock, a wrapper with a bulk of its own) goes to the peer's helper, which
+  calls it.
 - Documents are sent by libesbulk: straight to the node of their primary
   shard, up to max.inflight.per.node requests per node at once, and every
   item refused with 429 (or 503) is retried with backoff in every helper,
@@ -37,6 +43,8 @@ is installed) as opensearch-py's. What differs, and why:
 """
 import base64
 import collections
+import enum
+import inspect
 import itertools
 import json
 import operator
@@ -46,20 +54,23 @@ import time
 from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Tuple, Union)
 
-from . import _clib
+from . import _clib, _peers
 from ._clib import lib
-from ._indexer import (_IGNORED_OPTS, _SOURCE_FILTER_MSG, Indexer, Result, _aws_keys, _dumps,
-                       _make_result, _utf8, conf_key, conf_value, encode_body)
+from ._actions import _IGNORED_OPTS, _SOURCE_FILTER_MSG
+from ._conf import _aws_keys, conf_key, conf_value
+from ._indexer import Indexer, _utf8
+from ._json import _dumps, encode_body
+from ._result import Result, _make_result
 from . import errors as _errors
 from .errors import ConfigError, TransportError
 
-__all__ = ["bulk", "streaming_bulk", "parallel_bulk", "expand_action", "BulkIndexError",
-           "client_conf"]
 
 _META = ("_id", "_index", "_if_seq_no", "_if_primary_term", "_parent", "_percolate",
          "_retry_on_conflict", "_routing", "_timestamp", "_version", "_version_type",
          "if_seq_no", "if_primary_term", "parent", "pipeline", "retry_on_conflict", "routing",
          "version", "version_type")
+# elasticsearch-py's: _type too (in its order: after _timestamp)
+_META_ES = _META[:9] + ("_type",) + _META[9:]
 _UNDERSCORED = {"_if_seq_no", "_if_primary_term", "_parent", "_retry_on_conflict", "_routing",
                 "_version", "_version_type"}
 # Documents handed to the library without their result yet: at least
@@ -71,11 +82,13 @@ IN_FLIGHT_DOCS = 10000
 MAX_AHEAD_DOCS = 100000
 
 
-def expand_action(data: Any) -> Tuple[Any, Any]:
-    """As opensearch-py's: an action dict (or a JSON string) -> (action line
-    as a dict {op: meta}, the document or None for a delete)."""
+def _expand(data: Any, flavour: Optional[str]) -> Tuple[Any, Any]:
+    """expand_action as flavour's peer does it (see expand_action)."""
+    es = flavour == _peers.ELASTICSEARCH
     if isinstance(data, (str, bytes)):
-        return {"index": {}}, data
+        if es:  # elasticsearch-py: a dict action line, the document as bytes
+            return {"index": {}}, data.encode("utf-8") if isinstance(data, str) else data
+        return '{"index":{}}', data  # opensearch-py: both as they are sent
     if not isinstance(data, Mapping):  # None too: an action, not a pause
         raise TypeError("esbulk: an action must be a dict (or a JSON str), not %r" % (data,))
     data = dict(data)
@@ -83,12 +96,30 @@ def expand_action(data: Any) -> Tuple[Any, Any]:
     meta: Dict[str, Any] = {}
     if op_type == "update" and "_source" in data and not isinstance(data["_source"], Mapping):
         meta["_source"] = data.pop("_source")
-    for key in _META:
+    for key in (_META_ES if es else _META):
         if key in data:
             meta[key[1:] if key in _UNDERSCORED else key] = data.pop(key)
     if op_type == "delete":
         return {op_type: meta}, None
     return {op_type: meta}, data.get("_source", data)
+
+
+def expand_action(data: Any) -> Tuple[Any, Any]:
+    """As the installed peer's expand_action (opensearch-py's when it is
+    installed, else elasticsearch-py's): an action dict (or a JSON string)
+    -> (action line {op: meta}, the document or None for a delete).
+
+    The peers differ: for a string opensearch-py gives ('{"index":{}}',
+    the string), elasticsearch-py ({"index": {}}, the string's UTF-8
+    bytes); elasticsearch-py takes "_type" as a meta key (the server refuses
+    it), opensearch-py leaves it in the document. The helpers, given this
+    function (their default), do what the peer of the client they were
+    given does."""
+    return _expand(data, _peers.PRIMARY)
+
+
+def _expand_for(flavour: Optional[str]) -> Callable[[Any], Tuple[Any, Any]]:
+    return lambda data: _expand(data, flavour)
 
 
 def _auth_from_header(value: str) -> Dict[str, str]:
@@ -263,15 +294,16 @@ def _pass_headers(conf: Dict[str, Any], headers: Mapping[str, Any],
 
 
 _META_SET = frozenset(_META)
+_META_SET_ES = frozenset(_META_ES)
 _FAST_META = frozenset(("_index", "_id"))
 
 
-def _shape(keys: Tuple[Any, ...]) -> Any:
+def _shape(keys: Tuple[Any, ...], meta_set: frozenset = _META_SET) -> Any:
     """What streaming_bulk's inline expand_action needs of an action dict
     with these keys: False when it has a meta key other than _index / _id
     (expand_action itself is called), else (mask: 1 _index, 2 _id; has
     _op_type; has _source; the keys that are not the body's)."""
-    ks = _META_SET.intersection(keys)
+    ks = meta_set.intersection(keys)
     if not ks <= _FAST_META:
         return False
     mask = (1 if "_index" in ks else 0) | (2 if "_id" in ks else 0)
@@ -290,7 +322,7 @@ class _Chunk:
     _id (the common case: no dict made) a mask of which it had (1 _index, 2
     _id); idxs / ids: the index it goes to and its raw _id."""
     __slots__ = ("no", "n", "left", "bad", "out", "op_types", "metas", "datas", "idxs", "ids",
-                 "actions", "cols")
+                 "actions", "cols", "refused")
 
     def __init__(self, no: int, op_types: List[str], metas: List[Any], datas: List[Any],
                  idxs: List[Any], ids: List[Any], actions: Optional[List[Any]],
@@ -306,6 +338,8 @@ class _Chunk:
         self.actions = actions  # the caller's own action objects (yield_action)
         # _index, _id, _version, result, _seq_no, _primary_term, status
         self.cols: Optional[List[List[Any]]] = None
+        # the error of a chunk the server would refuse whole (submit)
+        self.refused: Optional[BaseException] = None
 
     def item(self, k: int) -> Dict[str, Any]:
         """The item of indexed document k, from the columns."""
@@ -627,34 +661,17 @@ class _Reader:
         self.t.join(1.0)  # a generator blocked in its own wait is left behind (daemon)
 
 
-def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
-                   max_chunk_bytes: int = 100 * 1024 * 1024, raise_on_error: bool = True,
-                   expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
-                   raise_on_exception: bool = True, max_retries: int = 0,
-                   initial_backoff: Union[int, float] = 2, max_backoff: Union[int, float] = 600,
-                   yield_ok: bool = True, ignore_status: Any = (), *args: Any,
-                   **kwargs: Any) -> Iterator[Any]:
-    """As opensearch-py's streaming_bulk: yields (ok, {op_type: item}) per
-    action, in order. raise_on_error raises BulkIndexError with the failed
-    items of the first chunk that has some (each with its "data");
-    raise_on_exception raises esbulk.TransportError for a document that
-    could not be delivered. Item 429s are retried by the library whatever
-    max_retries (initial_backoff / max_backoff do not apply: libesbulk's
-    backoff with jitter does, retry.backoff.ms / retry.backoff.max.ms).
-
-    Two keyword arguments of its own:
-
-    - ``yield_action=True`` yields ``(ok, {op_type: item}, action)``: the
-      object the actions iterable gave, as given (for a dead-letter queue or
-      a retry of your own).
-    - ``flush_after_seconds=S`` (elasticsearch-py 9's): the actions are read
-      by a thread of their own, and when none came for S seconds the partial
-      chunk is sent; the results that are ready are yielded meanwhile. Without
-      it the actions are read on the caller's thread and the results that
-      came are yielded between actions (every 64), so a slow generator still
-      sees its results as it goes, but a partial chunk waits for the next
-      action or the end.
-    """
+def _streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
+                    max_chunk_bytes: int = 100 * 1024 * 1024, raise_on_error: bool = True,
+                    expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
+                    raise_on_exception: bool = True, max_retries: int = 0,
+                    initial_backoff: Union[int, float] = 2, max_backoff: Union[int, float] = 600,
+                    yield_ok: bool = True, ignore_status: Any = (), *args: Any,
+                    flush_after_seconds: Optional[float] = None,
+                    retry_on_status: Any = (429,), span_name: Optional[str] = None,
+                    **kwargs: Any) -> Iterator[Any]:
+    """streaming_bulk, its arguments bound by name (see streaming_bulk)."""
+    flavour = _peers.of_client(client)
     if args:
         raise TypeError("esbulk.helpers.streaming_bulk: extra positional arguments %r" % (args,))
     if not isinstance(ignore_status, (list, tuple)):
@@ -665,7 +682,19 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     # bulk()'s: a chunk with no failure is yielded as its count, and an
     # indexed document's item is not made (bulk() only counts them)
     counts = bool(kwargs.pop("_esbulk_counts", False))
-    flush_after = kwargs.pop("flush_after_seconds", None)
+    flush_after = flush_after_seconds
+    # elasticsearch-py's retry_on_status: the items refused with one of them
+    # are retried, up to max_retries times. libesbulk retries 429 and 503
+    # items itself, whatever max_retries; others it cannot retry, which is
+    # said, rather than not done (with max_retries=0 nothing is retried:
+    # nothing to say)
+    if isinstance(retry_on_status, int):
+        retry_on_status = (retry_on_status,)
+    beyond = sorted(set(retry_on_status) - {429, 503})
+    if beyond and max_retries:
+        raise ValueError("esbulk.helpers: retry_on_status %r: libesbulk retries the items "
+                         "refused with 429 or 503 itself, and cannot retry %s" %
+                         (tuple(retry_on_status), ", ".join(map(str, beyond))))
     if flush_after is not None and not float(flush_after) > 0:
         raise ValueError("flush_after_seconds must be > 0, not %r" % (flush_after,))
     # the most actions a chunk holds: chunk_size, or as opensearch-py's
@@ -687,14 +716,23 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
     clean = False
     taken = 0  # actions handed to submit() so far
     reader: Optional[_Reader] = None
-    # the default expand_action is done inline for a plain dict (the same
-    # result, without its copy of the action)
-    fast = expand_action_callback is expand_action
+    # the default expand_action (ours, or a peer's own) is done inline for a
+    # plain dict (the same result, without its copy of the action), as the
+    # client's peer does it
+    fast, exp_flavour = _default_expand(expand_action_callback, flavour)
+    if fast:
+        expand_action_callback = _expand_for(exp_flavour)
+    meta_set = _META_SET_ES if exp_flavour == _peers.ELASTICSEARCH else _META_SET
 
     def ready_heads() -> Iterator[Any]:
         while chunks and chunks[0].left == 0:
             c = chunks.popleft()
             del live[c.no]
+            if c.refused is not None:
+                for k, ok, info in _refused_outcomes(c, raise_on_error, raise_on_exception,
+                                                     ignore_status):
+                    yield (ok, info) if c.actions is None else (ok, info, c.actions[k])
+                continue
             if c.bad == 0 and c.actions is None:
                 if counts:
                     yield c.n
@@ -716,14 +754,24 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             opcs = list(map(_clib.OPS.__getitem__, op_types))
         except KeyError:
             opcs = []
-        if len(opcs) != n or None in idxs:
-            bad = _Chunk(0, op_types, metas, datas, idxs, ids, None)
+        if len(opcs) != n:
             for k in range(n):  # the first bad one, in order
                 if op_types[k] not in _clib.OPS:
                     raise ValueError("action %d: unknown _op_type %r" % (first + k, op_types[k]))
-                if idxs[k] is None:
-                    raise ValueError("action %d: no _index and no index= given: %r" %
-                                     (first + k, bad.meta(k)))
+        if None in idxs:
+            # An action with no _index and no index=: the server refuses the
+            # whole request ("index is missing"), so the peer's chunk fails
+            # with a 400 TransportError. So does this chunk, sent to no one.
+            c = _Chunk(next_chunk(), op_types, metas, datas, idxs, ids, acts, counts)
+            c.out = [None] * n
+            c.left = 0
+            c.refused = _errors.make_request_error(
+                flavour, "action_request_validation_exception", "Validation Failed: " + "".join(
+                    "%d: index is missing;" % (j + 1) for j in range(sum(i is None for i in idxs))))
+            chunks.append(c)
+            live[c.no] = c
+            taken += n
+            return
         distinct = set(idxs)
         ib: Union[bytes, List[bytes]]
         try:  # "": refused below, a failed item of its own (never sent)
@@ -867,6 +915,16 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                                    sum(c.left for c in chunks))
             yield from ready_heads()
 
+    def drain() -> Iterator[Any]:
+        """Sends what the library holds and yields every chunk's results."""
+        while chunks:
+            left = ix.flush(0.2)
+            yield from ready_heads()
+            if chunks and left == 0 and chunks[0].left:
+                # never: every accepted document gets exactly one result
+                raise RuntimeError("esbulk: %d result(s) never came" %
+                                   sum(c.left for c in chunks))
+
     def source() -> Iterator[Any]:
         """The actions; _FLUSH when flush_after_seconds passed without one."""
         nonlocal reader
@@ -922,8 +980,9 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             size = 0
             since_poll = 0
             for a in (actions if flush_after is None else source()):
-                if a is _IDLE or a is _FLUSH:
-                    if a is _FLUSH and op_types:  # flush_after_seconds with no new action
+                if a is _IDLE or a is _FLUSH or a is BULK_FLUSH or a is _PEER_FLUSH:
+                    if a is not _IDLE and op_types:
+                        # flush_after_seconds with no new action, or BULK_FLUSH
                         submit(op_types, metas, datas, idxs, ids, bodies, acts, slow)
                         op_types, metas, datas, idxs, ids, bodies = [], [], [], [], [], []
                         size, slow = 0, False
@@ -931,6 +990,10 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                         yield from out(wait_window())
                         # sent now, not after the library's flush.interval.ms
                         ix.flush(0.001)
+                    if a is BULK_FLUSH or a is _PEER_FLUSH:
+                        # as elasticsearch-py's: what was read so far is sent
+                        # and its results yielded before the next action is read
+                        yield from out(drain())
                     ix.poll(0)
                     yield from out(ready_heads())
                     continue
@@ -941,7 +1004,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
                     if sh is None:
                         if len(shapes) >= 64:
                             shapes.clear()
-                        sh = shapes[keys] = _shape(keys)
+                        sh = shapes[keys] = _shape(keys, meta_set)
                     if sh is not False:
                         mask, has_op, has_src, drop = sh
                         op_type = a["_op_type"] if has_op else "index"
@@ -1022,13 +1085,7 @@ def streaming_bulk(client: Any, actions: Iterable[Any], chunk_size: int = 500,
             # every chunk it sent before reading on, yield the results of
             # what was handed to the library, then re-raise.
             input_error = e
-        while chunks:
-            left = ix.flush(0.2)
-            yield from ready_heads()
-            if chunks and left == 0 and chunks[0].left:
-                # never: every accepted document gets exactly one result
-                raise RuntimeError("esbulk: %d result(s) never came" %
-                                   sum(c.left for c in chunks))
+        yield from drain()
         clean = True
         if input_error is not None:
             raise input_error
@@ -1073,18 +1130,186 @@ _FLUSH = object()  # source(): flush_after_seconds passed with no new action (a 
                    # in the user's actions is an action, refused as opensearch-py does)
 
 
+def _refused_outcomes(chunk: _Chunk, raise_on_error: bool, raise_on_exception: bool,
+                      ignore_status: Tuple[Any, ...]
+                      ) -> Iterator[Tuple[int, bool, Dict[str, Any]]]:
+    """What the peers' _process_bulk_chunk_error yields (and raises) for a
+    chunk the server refused whole (chunk.refused, a 400): every action a
+    failed item with the error's text, its status and the exception."""
+    e: Any = chunk.refused
+    status = e.status_code
+    if raise_on_exception and status not in ignore_status:
+        raise e
+    errs: List[Dict[str, Any]] = []
+    for k, op_type in enumerate(chunk.op_types):
+        info: Dict[str, Any] = {"error": str(e), "status": status, "exception": e}
+        if op_type != "delete":
+            info["data"] = chunk.datas[k]
+        info.update(chunk.meta(k))
+        errs.append({op_type: info})
+    if raise_on_error and status not in ignore_status:
+        raise _errors.bulk_index_error()("%i document(s) failed to index." % len(errs),
+                                         errs)  # type: ignore[call-arg]
+    for k, err in enumerate(errs):
+        yield k, False, err
+
+
+def _default_expand(callback: Any, flavour: Optional[str]) -> Tuple[bool, Optional[str]]:
+    """(whether callback is a default expand_action, the peer whose
+    expand_action it does): ours does the client's peer's, a peer's own
+    that peer's."""
+    if callback is expand_action:
+        return True, flavour
+    for peer in _peers.INSTALLED:
+        mod = _peers.module(peer)
+        if mod is not None and callback is getattr(mod, "expand_action", None):
+            return True, peer
+    return False, flavour
+
+
+class _BulkMeta(enum.Enum):
+    flush = 1
+
+
+# elasticsearch-py's BULK_FLUSH: among the actions, it sends the chunk read
+# so far. The peer's own object when elasticsearch-py is installed (so that
+# either module's works with either helper), else one of ours.
+_es_helpers = _peers.module(_peers.ELASTICSEARCH)
+BULK_FLUSH: Any = getattr(_es_helpers, "BULK_FLUSH", None) or _BulkMeta.flush
+_PEER_FLUSH: Any = _BulkMeta.flush
+
+
+# The peers' signatures, by peer and function (see _bind).
+_SIGNATURES: Dict[Tuple[Optional[str], str], inspect.Signature] = {}
+
+
+def _own_bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
+              ignore_status: Any = (), *args: Any, **kwargs: Any) -> Any:
+    """bulk's signature when no peer is installed."""
+
+
+def _own_parallel_bulk(client: Any, actions: Iterable[Any], thread_count: int = 4,
+                       chunk_size: int = 500, max_chunk_bytes: int = 100 * 1024 * 1024,
+                       queue_size: int = 4,
+                       expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
+                       raise_on_exception: bool = True, raise_on_error: bool = True,
+                       ignore_status: Any = (), *args: Any, **kwargs: Any) -> Any:
+    """parallel_bulk's signature when no peer is installed."""
+
+
+_OWN = {"streaming_bulk": _streaming_bulk, "bulk": _own_bulk,
+        "parallel_bulk": _own_parallel_bulk}
+
+
+def _signature(peer: Optional[str], name: str) -> inspect.Signature:
+    sig = _SIGNATURES.get((peer, name))
+    if sig is None:
+        f = getattr(_peers.module(peer), name, None) if peer is not None else None
+        sig = _SIGNATURES[(peer, name)] = inspect.signature(f if f is not None else _OWN[name])
+    return sig
+
+
+def _peer_function(client: Any, name: str) -> Any:
+    """The peer's own helper name when client's bulk() must be called (a
+    mock, a wrapper of the user's: see _peers.calls_its_own_bulk), else
+    None."""
+    if _peers.calls_its_own_bulk(client):
+        return getattr(_peers.module(_peers.of_client(client)), name, None)
+    return None
+
+
+def _bind(name: str, client: Any, actions: Any, args: Tuple[Any, ...],
+          kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The arguments of a call of helper name, as the peer of client takes
+    them (its signature in its installed version: the two peers put their
+    parameters in different orders), by name. A TypeError, as the peer's,
+    for an argument it does not take; the peers pass extra positional
+    arguments on to client.bulk(), which libesbulk does not call."""
+    sig = _signature(_peers.of_client(client), name)
+    ba = sig.bind(client, actions, *args, **kwargs)
+    out: Dict[str, Any] = {}
+    for pname, value in ba.arguments.items():
+        kind = sig.parameters[pname].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            if value:
+                raise TypeError("esbulk.helpers.%s: extra positional arguments %r (the peer "
+                                "passes them to client.bulk(), which libesbulk does not call)"
+                                % (name, value))
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        else:
+            out[pname] = value
+    out.pop("client", None)
+    out.pop("actions", None)
+    return out
+
+
+def streaming_bulk(client: Any, actions: Iterable[Any], *args: Any,
+                   **kwargs: Any) -> Iterator[Any]:
+    """As the peer's streaming_bulk (its signature: that of the
+    client's peer, opensearch-py's or elasticsearch-py's, as installed): yields (ok, {op_type: item}) per
+    action, in order. raise_on_error raises BulkIndexError with the failed
+    items of the first chunk that has some (each with its "data");
+    raise_on_exception raises esbulk.TransportError for a document that
+    could not be delivered. Item 429s are retried by the library whatever
+    max_retries (initial_backoff / max_backoff do not apply: libesbulk's
+    backoff with jitter does, retry.backoff.ms / retry.backoff.max.ms).
+
+    Two keyword arguments of its own:
+
+    - ``yield_action=True`` yields ``(ok, {op_type: item}, action)``: the
+      object the actions iterable gave, as given (for a dead-letter queue or
+      a retry of your own).
+    elasticsearch-py's BULK_FLUSH among the actions sends the chunk read so
+    far; its retry_on_status is taken (429 and 503 items are retried by
+    the library, see above; another status with max_retries raises
+    ValueError), its span_name too (no OpenTelemetry span is made).
+
+    - ``flush_after_seconds=S`` (elasticsearch-py 8.19's): the actions are read
+      by a thread of their own, and when none came for S seconds the partial
+      chunk is sent; the results that are ready are yielded meanwhile. Without
+      it the actions are read on the caller's thread and the results that
+      came are yielded between actions (every 64), so a slow generator still
+      sees its results as it goes, but a partial chunk waits for the next
+      action or the end.
+    """
+    peer = _peer_function(client, "streaming_bulk")
+    if peer is not None:
+        return peer(client, actions, *args, **kwargs)  # type: ignore[no-any-return]
+    return _streaming_bulk(client, actions, **_bind("streaming_bulk", client, actions, args,
+                                                     kwargs))
+
+
 def __getattr__(name: str) -> Any:
-    if name == "BulkIndexError":  # made on first use (see esbulk.errors)
-        return _errors.bulk_index_error()
+    if name in ("BulkIndexError", "ScanError"):  # made on first use (see esbulk.errors)
+        return getattr(_errors, name)
+    if not name.startswith("__"):
+        # the rest of the peers' helpers (their AWS signers, submodules,
+        # _chunk_actions...), as they are: the client's peer is not known
+        # here, the primary one's first
+        for mod in _peers.helpers_modules():
+            if hasattr(mod, name):
+                return getattr(mod, name)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
-         ignore_status: Any = (), *args: Any, **kwargs: Any) -> Tuple[int, Any]:
-    """As opensearch-py's bulk: (number of successes, list of errors) or, with
+def __dir__() -> List[str]:
+    names = set(globals()) | {"BulkIndexError", "ScanError"}
+    for mod in _peers.helpers_modules():
+        names.update(n for n in dir(mod) if not n.startswith("__"))
+    return sorted(names)
+
+
+def bulk(client: Any, actions: Iterable[Any], *args: Any, **kwargs: Any) -> Tuple[int, Any]:
+    """As the peer's bulk: (number of successes, list of errors) or, with
     stats_only, (successes, failures). Raises BulkIndexError when
     raise_on_error (the default) and a document failed. Takes every argument
     of streaming_bulk."""
+    peer = _peer_function(client, "bulk")
+    if peer is not None:
+        return peer(client, actions, *args, **kwargs)  # type: ignore[no-any-return]
+    kwargs = _bind("bulk", client, actions, args, kwargs)
+    stats_only = kwargs.pop("stats_only", False)
     success, failed = 0, 0
     errors: List[Any] = []
     if kwargs.pop("yield_action", False):
@@ -1092,8 +1317,8 @@ def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
                         "parallel_bulk (bulk returns counts and errors)")
     kwargs["yield_ok"] = True
     kwargs["_esbulk_counts"] = True
-    for x in streaming_bulk(client, actions, *args,  # type: ignore[misc]
-                            ignore_status=ignore_status, **kwargs):
+    kwargs.setdefault("span_name", "helpers.bulk")
+    for x in _streaming_bulk(client, actions, **kwargs):
         if type(x) is int:  # a chunk with no failure
             success += x
             continue
@@ -1107,22 +1332,120 @@ def bulk(client: Any, actions: Iterable[Any], stats_only: bool = False,
     return success, failed if stats_only else errors
 
 
-def parallel_bulk(client: Any, actions: Iterable[Any], thread_count: int = 4,
-                  chunk_size: int = 500, max_chunk_bytes: int = 100 * 1024 * 1024,
-                  queue_size: int = 4,
-                  expand_action_callback: Callable[[Any], Tuple[Any, Any]] = expand_action,
-                  raise_on_exception: bool = True, raise_on_error: bool = True,
-                  ignore_status: Any = (), *args: Any,
+def parallel_bulk(client: Any, actions: Iterable[Any], *args: Any,
                   **kwargs: Any) -> Iterator[Any]:
-    """As opensearch-py's parallel_bulk, without threads of its own: the
+    """As the peer's parallel_bulk, without threads of its own: the
     library sends max.inflight.per.node requests per node at once (set
     ``esbulk_conf={"max.inflight.per.node": N}`` to change it), and, unlike
     the peer's, retries item 429s. thread_count and queue_size are accepted
     and unused."""
-    if args:
-        raise TypeError("esbulk.helpers.parallel_bulk: extra positional arguments %r" % (args,))
-    return streaming_bulk(client, actions, chunk_size=chunk_size,
-                          max_chunk_bytes=max_chunk_bytes, raise_on_error=raise_on_error,
-                          expand_action_callback=expand_action_callback,
-                          raise_on_exception=raise_on_exception, ignore_status=ignore_status,
-                          **kwargs)
+    peer = _peer_function(client, "parallel_bulk")
+    if peer is not None:
+        return peer(client, actions, *args, **kwargs)  # type: ignore[no-any-return]
+    kwargs = _bind("parallel_bulk", client, actions, args, kwargs)
+    kwargs.pop("thread_count", None)
+    kwargs.pop("queue_size", None)
+    return _streaming_bulk(client, actions, **kwargs)
+
+
+def _by_client(name: str, client: Any) -> Any:
+    """The peer's own helper name for client's peer (scan, async_*: what
+    libesbulk does not speed up)."""
+    peer = _peers.of_client(client)
+    f = getattr(_peers.module(peer), name, None)
+    if f is None:
+        raise NotImplementedError("esbulk.helpers.%s is the peer's: install opensearch-py or "
+                                  "elasticsearch-py" % name)
+    return f
+
+
+def scan(client: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    """The peer's scan (that of client's peer), its ScanError raised as
+    esbulk.helpers.ScanError (a subclass of both peers')."""
+    f = _by_client("scan", client)
+    mod = _peers.module(_peers.of_client(client))
+    peer_error = getattr(mod, "ScanError", ())
+    try:
+        yield from f(client, *args, **kwargs)
+    except peer_error as e:  # type: ignore[misc]
+        if isinstance(e, _errors.scan_error()):
+            raise
+        raise _errors.scan_error()(e.scroll_id, *e.args) from e
+
+
+def reindex(client: Any, source_index: Any, target_index: Any, *args: Any,
+            **kwargs: Any) -> Tuple[int, Any]:
+    """As the peer's reindex (its signature: that of client's peer): the
+    documents read with the peer's scan, written with esbulk's bulk."""
+    flavour = _peers.of_client(client)
+    target = kwargs.get("target_client") or (args[1] if len(args) > 1 else None)
+    if _peers.is_mock(client) or _peers.calls_its_own_bulk(target or client):
+        return _by_client("reindex", client)(  # type: ignore[no-any-return]
+            client, source_index, target_index, *args, **kwargs)
+    f = _by_client("reindex", client)
+    ba = inspect.signature(f).bind(client, source_index, target_index, *args, **kwargs)
+    ba.apply_defaults()
+    a = ba.arguments
+    target_client = client if a.get("target_client") is None else a["target_client"]
+    op_type = a.get("op_type")
+    docs = scan(client, query=a.get("query"), index=source_index, scroll=a.get("scroll"),
+                **(a.get("scan_kwargs") or {}))
+    if flavour == _peers.ELASTICSEARCH:
+        # as elasticsearch-py's: into a data stream, documents are created
+        exc = _peers.module(flavour, "exceptions")
+        try:
+            streams = target_client.indices.get_data_stream(name=target_index,
+                                                            expand_wildcards="all")
+            is_stream = any(d["name"] == target_index for d in streams["data_streams"])
+        except (exc.TransportError, KeyError, exc.NotFoundError):  # type: ignore[union-attr]
+            is_stream = False
+        if is_stream:
+            if op_type not in (None, "create"):
+                raise ValueError("Data streams must have 'op_type' set to 'create'")
+            op_type = "create"
+
+    def retarget(hits: Iterable[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+        for h in hits:
+            h["_index"] = target_index
+            if op_type is not None:
+                h["_op_type"] = op_type
+            if "fields" in h:
+                h.update(h.pop("fields"))
+            yield h
+
+    kw: Dict[str, Any] = {"stats_only": True}
+    kw.update(a.get("bulk_kwargs") or {})
+    return bulk(target_client, retarget(docs), chunk_size=a.get("chunk_size", 500), **kw)
+
+
+def _async(name: str) -> Callable[..., Any]:
+    def helper(client: Any, *args: Any, **kwargs: Any) -> Any:
+        return _by_client(name, client)(client, *args, **kwargs)
+    helper.__name__ = helper.__qualname__ = name
+    helper.__doc__ = ("The peer's own %s (that of client's peer): libesbulk has no "
+                      "asyncio interface." % name)
+    return helper
+
+
+async_bulk = _async("async_bulk")
+async_streaming_bulk = _async("async_streaming_bulk")
+async_scan = _async("async_scan")
+async_reindex = _async("async_reindex")
+
+# the signatures help() and inspect show: the primary peer's
+for _f in (streaming_bulk, bulk, parallel_bulk):
+    _f.__signature__ = _signature(_peers.PRIMARY, _f.__name__)  # type: ignore[attr-defined]
+for _name in ("scan", "reindex", "async_bulk", "async_streaming_bulk", "async_scan",
+              "async_reindex"):
+    _pf = getattr(_peers.module(_peers.PRIMARY), _name, None)
+    if _pf is not None:
+        globals()[_name].__signature__ = inspect.signature(_pf)
+del _f, _name, _pf
+
+errors = _errors  # as the peers' helpers.errors: BulkIndexError, ScanError
+
+__all__ = list(dict.fromkeys(
+    ["bulk", "streaming_bulk", "parallel_bulk", "expand_action", "BulkIndexError",
+     "ScanError", "BULK_FLUSH", "scan", "reindex", "async_bulk", "async_streaming_bulk",
+     "async_scan", "async_reindex", "client_conf"] +
+    [n for m in _peers.helpers_modules() for n in getattr(m, "__all__", ())]))

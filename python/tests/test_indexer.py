@@ -524,7 +524,7 @@ if sys.argv[1] == "json":
 import datetime, decimal, json, uuid
 import esbulk
 from esbulk import helpers
-from esbulk._indexer import encode_body
+from esbulk._json import encode_body
 assert esbulk.JSON_ENCODER == sys.argv[1], esbulk.JSON_ENCODER
 doc = {"dt": datetime.datetime(2024, 1, 2, 3, 4, 5, 600000), "d": datetime.date(2024, 1, 2),
        "tz": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
@@ -605,7 +605,7 @@ def test_item_of_a_result_not_indexed_keeps_the_servers_meta(url, make_index):
     """A delete of a missing document (404 not_found) and any refused item
     carry the _version, result, _seq_no, _primary_term the server sent, as
     opensearch-py's items do (not _shards: libesbulk does not keep it)."""
-    from esbulk._indexer import _make_result
+    from esbulk._result import _make_result
     r = _make_result((1, -19, 3, 404, 1, 0, 7, 1, 3, "i", "x", "not_found"),
                      (None, None, None, None, None), None, None)
     it = r.item()
@@ -661,7 +661,7 @@ def test_hosts_may_be_one_host_dict(url, make_index):
     with esbulk.Indexer({"host": u.hostname, "port": u.port}, on_result=res.append) as ix:
         ix.add(index, {"n": 1}, id="1")
     assert [(r.ok, r.reason) for r in res] == [(True, None)]
-    assert esbulk._indexer.hosts_to_urls({"host": "h", "port": 1, "scheme": "https"}) == \
+    assert esbulk._conf.hosts_to_urls({"host": "h", "port": 1, "scheme": "https"}) == \
         "https://h:1"
 
 
@@ -675,7 +675,7 @@ def test_host_dicts_make_the_urls_opensearch_py_makes():
               {"host": "h", "use_ssl": True, "port": 443}):
         peer_urls = [c.host + c.url_prefix
                      for c in OpenSearch([h]).transport.connection_pool.connections]
-        assert esbulk._indexer.hosts_to_urls([h]) == peer_urls[0], h
+        assert esbulk._conf.hosts_to_urls([h]) == peer_urls[0], h
 
 
 def test_add_of_an_action_dict_refuses_arguments_it_would_ignore(url, make_index):
@@ -732,7 +732,7 @@ def test_a_callback_raising_while_a_blocked_add_waits_does_not_cut_the_add(url, 
 
 
 def test_server_error_takes_the_cause_off_the_end_exactly():
-    from esbulk._indexer import _server_error
+    from esbulk._result import _server_error
     quoted = "Preview of field's value: 'x (caused by a_exception: b)'"
     e = _server_error(("mapper_parsing_exception",
                        quoted + " (caused by my_error: y (caused by z_exception: w))", None,

@@ -33,7 +33,7 @@ def test_conf_keys_are_the_man_pages():
         if os.environ.get("CI") == "true":
             raise RuntimeError("ESBULK_PY_SRC is not set (tests/python.test sets it)")
         pytest.skip("ESBULK_PY_SRC not set")
-    from esbulk._indexer import CONF_KEYS
+    from esbulk._conf import CONF_KEYS
     man = os.path.join(SRC, os.pardir, "man", "man7", "esbulk-config.7")
     keys, prev, on = set(), "", False
     with open(man, encoding="utf-8") as f:

@@ -68,6 +68,9 @@ DEFAULT_JVM_TUNING="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 CACHE="${ESBULK_CLUSTER_CACHE:-$HOME/.cache/libesbulk/elasticsearch-$ES_VERSION}"
 WORK="${ESBULK_CLUSTER_DIR:-$REPO_ROOT/tests/cluster/run/elasticsearch}"
+# by its real path: a node is known as ours by its data path on its command
+# line, which must not depend on a symbolic link on the way to it
+WORK=$(realpath -m -- "$WORK")
 HEAP="${ESBULK_NODE_HEAP:-512m}"
 START_TIMEOUT="${ESBULK_START_TIMEOUT:-180}"
 STOP_TIMEOUT="${ESBULK_STOP_TIMEOUT:-30}"

@@ -75,6 +75,9 @@ readonly JAVA_SRC_DIR="$SCRIPT_DIR/java/os"
 
 CACHE_DIR=${ESBULK_CLUSTER_CACHE:-$HOME/.cache/libesbulk/opensearch-$OS_VERSION}
 CLUSTER_DIR=${ESBULK_CLUSTER_DIR:-$REPO_ROOT/tests/cluster/run/opensearch}
+# by its real path: a node is known as ours by the directory on its command
+# line, which must not depend on a symbolic link on the way to it
+CLUSTER_DIR=$(realpath -m -- "$CLUSTER_DIR")
 NODE_HEAP=${ESBULK_NODE_HEAP:-512m}
 START_TIMEOUT=${ESBULK_CLUSTER_TIMEOUT:-180}
 STOP_TIMEOUT=${ESBULK_STOP_TIMEOUT:-30}
