@@ -101,7 +101,8 @@ MUTANTS = [
      """        if (s->ndocs == 1) {
             esbulk__core_deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413,""",
      """        for (i = 1; i < s->ndocs; i++)
-            esbulk__core_deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, NULL, "413");
+            esbulk__core_deliver(c, s->docs[i], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413, NULL, "413",
+                                 NULL, NULL);
         if (s->ndocs >= 1) {
             esbulk__core_deliver(c, s->docs[0], ESBULK_OUTCOME_FAILED, ESBULK_ERR_HTTP, 413,""",
      "HTTP 413 fails the whole batch instead of splitting it"),
