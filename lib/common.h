@@ -48,6 +48,9 @@ int64_t esbulk__now_ms(void);
  * quarter of the cost): for stamps where being a few ms early is harmless
  * (a document's add time, its delivery deadline). */
 int64_t esbulk__now_ms_coarse(void);
+/* *ts = ms from now on CLOCK_MONOTONIC (the handle's condition variables
+ * wait on that clock). */
+void esbulk__deadline_from_now(struct timespec *ts, int64_t ms);
 
 /* Names the calling thread (as ps, top and perf show it; at most 15
  * bytes) where the system can: the library's own threads are "esbulk-io"

@@ -1,4 +1,5 @@
-/* Configuration properties. */
+/* Configuration properties: the esbulk_conf_* calls, each key's type,
+ * default and checks, and its value as the library reads it. */
 #include "conf.h"
 
 #include <errno.h>

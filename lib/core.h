@@ -20,7 +20,7 @@
 #include "doc.h"
 #include "log.h"
 #include "response.h"
-#include "topology.h"
+#include "cluster.h"
 
 /* Flush decision for one destination (batch.c). */
 typedef struct {

@@ -1,7 +1,7 @@
 /* A document, from esbulk_add() until its result has been served, and the
- * queues that hold documents. Plain data, no locks: shared by the public
- * calls (esbulk.c), the hand-off between threads (handoff.c) and the engine
- * core (core.c). */
+ * queues that hold documents (doc.c). Plain data, no locks: shared by the
+ * public calls, the hand-off between threads (handoff.c) and the engine
+ * core. Its memory (records, lines, and their freeing) is docmem.h's. */
 #ifndef ESBULK_DOC_H
 #define ESBULK_DOC_H
 
@@ -149,9 +149,4 @@ void esbulk__queue_take_ahead(esbulk__queue_t *dst, esbulk__queue_t *src, esbulk
 void esbulk__doc_set_outcome(esbulk__doc_t *d, esbulk_outcome_t outcome, esbulk_err_t err,
                              int32_t status, const char *error_type, const char *reason,
                              const char *cause_type, const char *cause_reason);
-/* Frees d and all it holds (docmem.c: a record from a slab goes back). */
-void esbulk__doc_free(esbulk__doc_t *d);
-/* Frees every document of a list linked by next (one lock for the records). */
-void esbulk__doc_free_list(esbulk__doc_t *head);
-
 #endif

@@ -79,4 +79,9 @@ void esbulk__doc_own_lines(esbulk__doc_t *d);
  * tests: a list given back takes it once). */
 uint64_t esbulk__docmem_free_locks(esbulk__docmem_t *dm);
 
+/* Frees d and all it holds (a record from a slab goes back to it). */
+void esbulk__doc_free(esbulk__doc_t *d);
+/* Frees every document of a list linked by next (one lock for the records). */
+void esbulk__doc_free_list(esbulk__doc_t *head);
+
 #endif

@@ -1,6 +1,6 @@
 /* Per-document action options (esbulk_docopts_t): plain setters. */
-#include "murmur3.h"
 #include "ndjson.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

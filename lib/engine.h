@@ -1,9 +1,10 @@
-/* The handle, shared by esbulk.c (public calls, result delivery), handoff.c
+/* The handle, shared by the public calls (esbulk.c: its life; add.c:
+ * adding; serve.c: serving; caller.c: the serving calls' frames), handoff.c
  * (the queues between the callers' threads and the I/O thread) and io.c (the
- * I/O thread, a driver over the engine core of core.c).
+ * I/O thread, a driver over the engine core of core*.c).
  *
- * Calls go one way: esbulk.c -> io.c -> core.c, and esbulk.c, io.c ->
- * handoff.c; core.c knows none of them. */
+ * Calls go one way: the public calls -> io.c -> the core, and the public
+ * calls, io.c -> handoff.c; the core knows none of them. */
 #ifndef ESBULK_ENGINE_H
 #define ESBULK_ENGINE_H
 
@@ -89,13 +90,13 @@ struct esbulk_s {
     int thread_started;
     void *io;                       /* io.c's state, owned by the I/O thread */
 
-    /* contracts (esbulk.c) */
+    /* contracts (caller.c) */
     struct esbulk__caller_s *callers; /* esbulk_poll/flush/close calls in progress, one
                                        * frame per thread; under lock */
     int destroy_deferred;           /* esbulk_destroy from a callback: the caller that ran
                                      * it closes and frees (under lock) */
 
-    /* pull API (esbulk.c) */
+    /* pull API (serve.c) */
     esbulk__queue_t pull_ready;     /* a handle without result callbacks: outcome known and
                                      * counted as served (a serving call moved them), not
                                      * pulled yet; under lock */
@@ -103,6 +104,45 @@ struct esbulk_s {
                                      * esbulk_results_release(); still counted in
                                      * buffered_docs; under lock */
 };
+
+/* caller.c: a serving call (esbulk_poll, esbulk_flush, esbulk_close,
+ * esbulk_destroy, esbulk_poll_results) in progress: on the call's stack, and
+ * on eb->callers for the call's whole duration. Callbacks run only inside
+ * such a call, on its thread, so "this thread has a frame on eb" means
+ * "called from inside one of eb's callbacks" (or from the log callback on
+ * that thread): the header forbids poll, flush and close there, and destroy
+ * there is deferred to the frame. */
+typedef struct esbulk__caller_s {
+    struct esbulk__caller_s *next;
+    pthread_t thread;
+    int32_t served; /* results this call served */
+    int destroy;    /* this call closes and frees the handle before it returns */
+} esbulk__caller_t;
+
+/* This thread's frame on eb, NULL if none. Caller holds eb->lock. */
+esbulk__caller_t *esbulk__caller_self(esbulk_t *eb);
+/* Registers c as this thread's frame. Caller holds eb->lock. */
+void esbulk__caller_push(esbulk_t *eb, esbulk__caller_t *c);
+/* Registers c as this thread's serving call; ESBULK_ERR_IN_CALLBACK when the
+ * thread is inside one already (in a callback): nothing is registered. */
+esbulk_err_t esbulk__caller_enter(esbulk_t *eb, esbulk__caller_t *c);
+/* Ends the serving call c (and destroys the handle if c is to): 1 when eb
+ * was freed. */
+int esbulk__caller_leave(esbulk_t *eb, esbulk__caller_t *c);
+/* A destroy was asked for (a serving call stops waiting). */
+int esbulk__destroy_requested(esbulk_t *eb);
+
+/* esbulk.c: esbulk_close inside a serving call; the handle's freeing. */
+esbulk_err_t esbulk__close_call(esbulk_t *eb, int32_t timeout_ms);
+void esbulk__handle_free(esbulk_t *eb);
+
+/* serve.c: serves what is queued now (runs the callbacks); returns how
+ * many. Caller does not hold eb->lock. */
+int32_t esbulk__serve(esbulk_t *eb);
+/* Serves results until every document m counts is served, or the deadline
+ * passes (ESBULK_ERR_TIMED_OUT), or a destroy is requested
+ * (ESBULK_ERR_CLOSED). */
+esbulk_err_t esbulk__drain(esbulk_t *eb, const esbulk__mark_t *m, int32_t timeout_ms);
 
 /* io.c: the I/O thread */
 esbulk_err_t esbulk__io_start(esbulk_t *eb, char *errstr, size_t errstr_size);
@@ -116,7 +156,7 @@ esbulk_err_t esbulk__io_bulk_path(const esbulk_conf_t *conf, int want_index, int
                                   int want_result, char **out);
 
 /* handoff.c: what the I/O thread takes from and gives to the callers'
- * threads, each under one eb->lock. */
+ * threads, and what those give and take, each under one eb->lock. */
 typedef struct {
     int force;     /* a flush or close is in progress */
     int abort_all; /* close timed out: fail whatever is left */
@@ -156,5 +196,32 @@ void esbulk__handoff_publish(esbulk_t *eb, char *node_stats, size_t indices,
  * many as it was sized for: the statistics show both from the same moment);
  * adds waiting for space look again when it grew. */
 void esbulk__handoff_buffer_docs(esbulk_t *eb, size_t docs, size_t destinations);
+
+/* The callers' side. ESBULK_ERR_QUEUE_FULL (said in errstr) before a
+ * document is built, when the buffer is full by its count and the add would
+ * not wait (enqueue.timeout.ms 0, or a callback); else ESBULK_OK. */
+esbulk_err_t esbulk__handoff_full_now(esbulk_t *eb, char *errstr, size_t errstr_size);
+/* Queues docs[0..n) in order under one lock, each waiting for space as
+ * enqueue.timeout.ms allows. *done gets how many were queued (those are the
+ * caller's no more); on an error docs[*done..n) are still the caller's. */
+esbulk_err_t esbulk__handoff_add(esbulk_t *eb, esbulk__doc_t *const *docs, size_t n, size_t *done,
+                                 char *errstr, size_t errstr_size);
+/* Under eb->lock. Moves all of from to *q: those documents stop counting
+ * against buffer.max.docs (an add waiting for room is woken). */
+void esbulk__handoff_uncount(esbulk_t *eb, esbulk__queue_t *from, esbulk__queue_t *q);
+/* Moves the results queued now to *q, as esbulk__handoff_uncount (a
+ * callback can re-queue without waiting). */
+void esbulk__handoff_results(esbulk_t *eb, esbulk__queue_t *q);
+/* The n documents of the list from first were served by this thread's
+ * serving call (counted in its frame). */
+void esbulk__handoff_served(esbulk_t *eb, const esbulk__doc_t *first, size_t n);
+/* A pull handle's serving: the results queued now become pullable and count
+ * as served; they keep counting against buffer.max.docs until released. */
+void esbulk__handoff_pull_absorb(esbulk_t *eb);
+/* Waits until results are queued, a destroy is requested, or the deadline
+ * (NULL: forever) passes. Returns 0 when no result is queued. */
+int esbulk__handoff_wait(esbulk_t *eb, const struct timespec *until);
+/* Results a pull handle holds ready to pull. */
+size_t esbulk__handoff_pull_ready(esbulk_t *eb);
 
 #endif

@@ -1,10 +1,10 @@
-/* Error codes, version and small shared helpers. */
+/* Error codes and their text, the version, and the small string helpers
+ * every file uses. */
 #include "common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const char *esbulk_err2str(esbulk_err_t err)
 {
@@ -77,32 +77,4 @@ char *esbulk__strndup(const char *s, size_t len)
 char *esbulk__strdup(const char *s)
 {
     return esbulk__strndup(s, strlen(s));
-}
-
-int64_t esbulk__now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t esbulk__now_ms_coarse(void)
-{
-#ifdef CLOCK_MONOTONIC_COARSE
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-#endif
-    return esbulk__now_ms();
-}
-
-void esbulk__thread_name(const char *name)
-{
-#ifdef HAVE_PTHREAD_SETNAME_NP
-    (void)pthread_setname_np(pthread_self(), name);
-#else
-    (void)name;
-#endif
 }

@@ -1,4 +1,6 @@
-/* The topology thread. */
+/* The topology thread (fetch.h): the I/O thread's cluster and index reads
+ * (topology_read.c) run here, on workers of their own, and their answers go
+ * back to it. */
 #include "fetch.h"
 #include "http.h"
 

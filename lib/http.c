@@ -1,4 +1,6 @@
-/* HTTP plumbing over libcurl. */
+/* HTTP plumbing over libcurl (http.h): seed URLs, the options every request
+ * shares (auth, TLS, timeouts, headers) applied to a curl handle, and the
+ * blocking, cancellable requests of the topology reads. */
 #include "http.h"
 
 #include <stdlib.h>

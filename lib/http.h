@@ -1,5 +1,5 @@
-/* HTTP plumbing shared by the topology's blocking requests (topology.c, run
- * on the topology thread of fetch.c) and the I/O thread's bulk transfers
+/* HTTP plumbing shared by the topology's blocking requests (topology_read.c,
+ * run on the topology thread of fetch.c) and the I/O thread's bulk transfers
  * (io.c): parsing seed URLs, applying auth/TLS/timeouts to a curl handle,
  * freeing header lists with their credentials wiped, and cancellable
  * blocking requests. Only http.c and io.c call libcurl; the others that

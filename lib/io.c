@@ -1,4 +1,4 @@
-/* The I/O thread: a thin driver over the engine core (core.c). It moves
+/* The I/O thread: a thin driver over the engine core (core*.c). It moves
  * documents from the callers (handoff.c) into the core, runs the requests
  * the core wants over one curl multi handle, turns each transfer's end into
  * an answer for the core, hands metadata reads to the topology thread

@@ -1,4 +1,5 @@
-/* Placement hints (place.h). */
+/* Placement hints (place.h): on the adding thread, the docmem slot of a
+ * document, from the index layouts the I/O thread publishes. */
 #include "place.h"
 #include "murmur3.h"
 
