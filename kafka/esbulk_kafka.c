@@ -195,7 +195,8 @@ static doc_t *q_pop(docq_t *q)
 }
 
 /* Drops the documents of part (revoked) from q: they are read again by the
- * partition's next owner. */
+ * partition's next owner. Their offsets leave the tracker too, or the
+ * revoke would wait for results that never come. */
 static void q_drop_part(docq_t *q, part_t *part)
 {
     doc_t **pp = &q->head, *d;
@@ -205,6 +206,8 @@ static void q_drop_part(docq_t *q, part_t *part)
         if (d->part == part) {
             *pp = d->next;
             q->n--;
+            if (d->gen == part->gen)
+                ekf_track_drop(&part->track, d->offset);
             free(d);
         } else {
             q->tail = d;
