@@ -1000,11 +1000,20 @@ static int usage_error(const char *msg)
 static rd_kafka_conf_t *kafka_conf(job_t *job, int dl, char *err, size_t err_size)
 {
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    /* memory: librdkafka's pre-fetch is bounded by bytes and by a count of
+     * messages per partition (100000 by default: with small messages that
+     * count, each message with librdkafka's own record of it, and 1 MiB per
+     * partition and fetch took a member to 150 MB); a join: heartbeats every
+     * second (librdkafka's 3 s made each phase of a join wait seconds) */
     static const char *const consumer_defaults[][2] = {
         {"partition.assignment.strategy", "cooperative-sticky"},
         {"auto.offset.reset", "earliest"},
         {"queued.max.messages.kbytes", "8192"},
-        {"fetch.max.bytes", "8388608"},
+        {"queued.min.messages", "1000"},
+        {"fetch.max.bytes", "8388608"}, /* room for 32 partitions' fetches: a
+                                           smaller one starves the last ones */
+        {"max.partition.fetch.bytes", "262144"},
+        {"heartbeat.interval.ms", "1000"},
     };
     static const char *const producer_needs[][2] = {
         {"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "5"}};
