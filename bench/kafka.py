@@ -172,7 +172,10 @@ class Bench:
                            capture_output=True, timeout=self.a.run_timeout)
         secs = time.monotonic() - t0
         if p.returncode != 0:
-            raise kt.Failure("plain loop exit %s: %s" % (p.returncode, p.stderr.decode()[-500:]))
+            # its summary (documents the cluster refused, the first of them)
+            # is on stdout
+            raise kt.Failure("plain loop exit %s: %s%s" % (p.returncode, p.stdout.decode()[-500:],
+                                                          p.stderr.decode()[-500:]))
         self.done_check(index, "plain loop")
         kt.delete_group(group)
         return {"seconds": secs}
