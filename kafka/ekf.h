@@ -51,6 +51,11 @@ int ekf_track_add(ekf_track_t *t, int64_t offset);
 /* Sets the state of an offset added: 0; -1 when it is not in flight (never
  * added, already done, or forgotten by a reset). */
 int ekf_track_set(ekf_track_t *t, int64_t offset, ekf_state_t state);
+/* A document dropped unsent (its partition revoked while it waited in the
+ * program's queues): it gets no result in this run, so it no longer counts
+ * as in flight, and the watermark stays below it (the next owner reads it
+ * again from there). 0; -1 when the offset is not in flight. */
+int ekf_track_drop(ekf_track_t *t, int64_t offset);
 /* The offset to commit: the first without its result, or, when all have
  * theirs, the one after the last added. -1 when none was added. */
 int64_t ekf_track_watermark(const ekf_track_t *t);

@@ -195,7 +195,8 @@ static doc_t *q_pop(docq_t *q)
 }
 
 /* Drops the documents of part (revoked) from q: they are read again by the
- * partition's next owner. */
+ * partition's next owner. Their offsets leave the tracker too, or the
+ * revoke would wait for results that never come. */
 static void q_drop_part(docq_t *q, part_t *part)
 {
     doc_t **pp = &q->head, *d;
@@ -205,6 +206,8 @@ static void q_drop_part(docq_t *q, part_t *part)
         if (d->part == part) {
             *pp = d->next;
             q->n--;
+            if (d->gen == part->gen)
+                ekf_track_drop(&part->track, d->offset);
             free(d);
         } else {
             q->tail = d;
@@ -997,11 +1000,20 @@ static int usage_error(const char *msg)
 static rd_kafka_conf_t *kafka_conf(job_t *job, int dl, char *err, size_t err_size)
 {
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    /* memory: librdkafka's pre-fetch is bounded by bytes and by a count of
+     * messages per partition (100000 by default: with small messages that
+     * count, each message with librdkafka's own record of it, and 1 MiB per
+     * partition and fetch took a member to 150 MB); a join: heartbeats every
+     * second (librdkafka's 3 s made each phase of a join wait seconds) */
     static const char *const consumer_defaults[][2] = {
         {"partition.assignment.strategy", "cooperative-sticky"},
         {"auto.offset.reset", "earliest"},
         {"queued.max.messages.kbytes", "8192"},
-        {"fetch.max.bytes", "8388608"},
+        {"queued.min.messages", "1000"},
+        {"fetch.max.bytes", "8388608"}, /* room for 32 partitions' fetches: a
+                                           smaller one starves the last ones */
+        {"max.partition.fetch.bytes", "262144"},
+        {"heartbeat.interval.ms", "1000"},
     };
     static const char *const producer_needs[][2] = {
         {"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "5"}};

@@ -100,6 +100,11 @@ int ekf_track_set(ekf_track_t *t, int64_t offset, ekf_state_t state)
     return 0;
 }
 
+int ekf_track_drop(ekf_track_t *t, int64_t offset)
+{
+    return ekf_track_set(t, offset, EKF_FAILED);
+}
+
 int64_t ekf_track_watermark(const ekf_track_t *t)
 {
     if (t->len > 0)

@@ -122,6 +122,45 @@ START_TEST(test_track_failed)
 }
 END_TEST
 
+START_TEST(test_track_drop_at_revoke)
+{
+    /* a revoke drops the partition's documents that wait in the program's
+     * queues (held while the buffer was full, or to be sent again): they
+     * leave the tracker, so the revoke waits only for what was sent, and
+     * the committed watermark stops at the first of them */
+    ekf_track_t t;
+    ekf_track_init(&t);
+    for (int64_t o = 0; o < 10; o++)
+        ck_assert_int_eq(ekf_track_add(&t, o), 0);
+    for (int64_t o = 0; o < 3; o++) /* 0..2 indexed */
+        ck_assert_int_eq(ekf_track_set(&t, o, EKF_DONE), 0);
+    /* 3 possibly indexed (to send again), 4 sent and without a result,
+     * 5..9 held */
+    ck_assert_uint_eq(ekf_track_inflight(&t), 7);
+    ck_assert_int_eq(ekf_track_drop(&t, 3), 0);
+    for (int64_t o = 5; o < 10; o++)
+        ck_assert_int_eq(ekf_track_drop(&t, o), 0);
+    ck_assert_uint_eq(ekf_track_inflight(&t), 1); /* only the one sent */
+    ck_assert_int_eq(ekf_track_set(&t, 4, EKF_DONE), 0);
+    ck_assert_uint_eq(ekf_track_inflight(&t), 0); /* the revoke is over at once */
+    ck_assert_int_eq(ekf_track_watermark(&t), 3); /* read again from 3 */
+    ck_assert_int_eq(ekf_track_drop(&t, 3), -1);  /* dropped twice */
+    ck_assert_int_eq(ekf_track_set(&t, 3, EKF_DONE), -1);
+    ck_assert_int_eq(ekf_track_drop(&t, 42), -1); /* never read */
+    ck_assert_int_eq(ekf_track_watermark(&t), 3);
+
+    /* everything held: nothing at all waits */
+    ekf_track_reset(&t);
+    for (int64_t o = 100; o < 200; o++)
+        ck_assert_int_eq(ekf_track_add(&t, o), 0);
+    for (int64_t o = 100; o < 200; o++)
+        ck_assert_int_eq(ekf_track_drop(&t, o), 0);
+    ck_assert_uint_eq(ekf_track_inflight(&t), 0);
+    ck_assert_int_eq(ekf_track_watermark(&t), 100);
+    ekf_track_free(&t);
+}
+END_TEST
+
 START_TEST(test_track_revoke_and_lost)
 {
     /* a revoke (or a lost assignment) forgets every offset: late results
@@ -547,6 +586,7 @@ int main(void)
     tcase_add_test(tc, test_track_gaps_and_growth);
     tcase_add_test(tc, test_track_dead_letter_pending);
     tcase_add_test(tc, test_track_failed);
+    tcase_add_test(tc, test_track_drop_at_revoke);
     tcase_add_test(tc, test_track_revoke_and_lost);
     tcase_add_test(tc, test_template);
     tcase_add_test(tc, test_ids);
