@@ -20,7 +20,7 @@
 #include "ekf.h"
 #include "../examples/envcreds.h"
 #include "../examples/logonce.h"
-#include "esm.h" /* esm_result_class: what a result means (mysql/rules.c) */
+#include "esm.h" /* esm_result_class: what a result means (tools/mysql/rules.c) */
 
 #include <errno.h>
 #include <getopt.h>

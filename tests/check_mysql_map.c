@@ -1,12 +1,12 @@
-/* esbulk-mysql's type mapping (mysql/rowjson.c), pure code: each kind of
+/* esbulk-mysql's type mapping (tools/mysql/rowjson.c), pure code: each kind of
  * column value as the text protocol gives it, to its JSON; zero dates,
  * SET, BIT, base64, JSON strings with escapes, and invalid UTF-8 reported
- * as a reason. And its rules (mysql/rules.c): what a result means for a
+ * as a reason. And its rules (tools/mysql/rules.c): what a result means for a
  * row, and which binlog statements change a followed table's rows without
  * row events. The modules are compiled in here (they have no dependency),
  * so the sanitizer and valgrind runs take this test as they are. */
-#include "mysql/rowjson.c"
-#include "mysql/rules.c"
+#include "tools/mysql/rowjson.c"
+#include "tools/mysql/rules.c"
 
 #include <check.h>
 
