@@ -22,7 +22,7 @@
  * has read up to the server's position.
  *
  * The position is saved only when every earlier batch's documents have
- * results (esbulk_mysql.c, advance()).
+ * results (job.c, advance()).
  */
 #define _GNU_SOURCE
 #include "job.h"

@@ -5,7 +5,11 @@
  *   binlog.c   following the binary log (MariaDB Connector/C replication API)
  *   poll.c     --poll-column: polling (column, key) instead of the binlog
  *   import.c   --import-mode, --create-index, --forcemerge (index requests)
- *   esbulk_mysql.c  options, the snapshot, results and checkpoints
+ *   esbulk_mysql.c  options, start and exit (main)
+ *   job.c      the job's services: documents, results, checkpoints, dead
+ *              letters, the state file (job.h)
+ *   schema.c   a table's columns and key, the checks at start
+ *   snapshot.c the snapshot's keyset pages
  */
 #ifndef ESM_H
 #define ESM_H

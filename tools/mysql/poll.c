@@ -21,7 +21,7 @@
  * 1970 (version_type external_gte), the snapshot's too: a retry or a replay
  * of an older content never overwrites a newer one. A table's poll position
  * [COL value, key...] is saved in the state file only when every earlier
- * document has its result (esbulk_mysql.c, advance()).
+ * document has its result (job.c, advance()).
  *
  * Polling starts from the first snapshot's time less the lag (the state's
  * start.poll_from), so that the rows changed while the snapshot was read are
