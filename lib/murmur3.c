@@ -1,7 +1,6 @@
 /* Murmur3 x86_32 (seed 0) over UTF-16LE code units, fed from UTF-8. */
 #include "murmur3.h"
-
-#include <string.h>
+#include "utf8.h"
 
 #define C1 0xcc9e2d51u
 #define C2 0x1b873593u
@@ -56,43 +55,6 @@ static inline uint32_t m3_final(m3_state_t *st)
     return h;
 }
 
-/* Decodes one code point at s[*i]; returns -1 on invalid UTF-8. */
-static inline int32_t utf8_next(const unsigned char *s, size_t len, size_t *i)
-{
-    uint32_t c = s[*i], cp;
-    size_t need, k;
-
-    if (c < 0x80) {
-        (*i)++;
-        return (int32_t)c;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        need = 1;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 2;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3;
-        cp = c & 0x07;
-    } else {
-        return -1; /* continuation byte, overlong lead 0xc0/0xc1, or > 0xf4 */
-    }
-    if (len - *i <= need)
-        return -1; /* truncated */
-    for (k = 1; k <= need; k++) {
-        uint32_t b = s[*i + k];
-        if ((b & 0xc0) != 0x80)
-            return -1;
-        cp = (cp << 6) | (b & 0x3f);
-    }
-    if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return -1; /* overlong, out of range, or an encoded surrogate */
-    *i += need + 1;
-    return (int32_t)cp;
-}
-
 esbulk_err_t esbulk__murmur3_utf16(const char *s, size_t len, int32_t *hash)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -115,7 +77,7 @@ esbulk_err_t esbulk__murmur3_utf16(const char *s, size_t len, int32_t *hash)
             m3_unit(&st, u[i++]);
             continue;
         }
-        cp = utf8_next(u, len, &i);
+        cp = esbulk__utf8_next(u, len, &i);
         if (cp < 0)
             return ESBULK_ERR_INVALID_UTF8;
         if (cp < 0x10000) {
@@ -128,29 +90,6 @@ esbulk_err_t esbulk__murmur3_utf16(const char *s, size_t len, int32_t *hash)
     }
     *hash = esbulk__u32_to_i32(m3_final(&st));
     return ESBULK_OK;
-}
-
-int esbulk__utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-
-    while (i < len) {
-        uint64_t v;
-
-        /* ASCII eight bytes at a time */
-        if (i + 8 <= len && (memcpy(&v, u + i, 8), (v & 0x8080808080808080ULL) == 0)) {
-            i += 8;
-            continue;
-        }
-        if (u[i] < 0x80) {
-            i++;
-            continue;
-        }
-        if (utf8_next(u, len, &i) < 0)
-            return 0;
-    }
-    return 1;
 }
 
 esbulk_err_t esbulk_route_hash(const char *s, size_t len, int32_t *hash)

@@ -4,14 +4,12 @@
 #define ESBULK_MURMUR3_H
 
 #include "common.h"
+#include "utf8.h" /* esbulk__utf8_valid, which the shard's input must pass */
 
 /* Decodes s[0..len) as strict UTF-8 (no overlongs, no surrogates, nothing
  * above U+10FFFF) and hashes its UTF-16 code units. ESBULK_ERR_INVALID_UTF8
  * on bad input. */
 esbulk_err_t esbulk__murmur3_utf16(const char *s, size_t len, int32_t *hash);
-
-/* Checks that s[0..len) is strict UTF-8. */
-int esbulk__utf8_valid(const char *s, size_t len);
 
 /* Converts an unsigned 32-bit value to the int32 with the same bits, without
  * implementation-defined conversion. */
