@@ -16,7 +16,7 @@
  * A document whose result cannot be known (possibly indexed) or whose
  * cluster was unavailable is sent again: its _id makes that safe.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "ekf.h"
 #include "../examples/envcreds.h"
 #include "../examples/logonce.h"

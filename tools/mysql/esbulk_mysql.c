@@ -8,7 +8,7 @@
  * tables' schema in schema.c, the snapshot in snapshot.c, the followers in
  * binlog.c, poll.c and import.c.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "job.h"
 #include "../examples/awscreds.h"
 #include "../examples/envcreds.h"

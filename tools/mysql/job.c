@@ -13,7 +13,7 @@
  * position likewise. The state file is replaced atomically (write, fsync,
  * rename, fsync of the directory).
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "job.h"
 
 #include <ctype.h>
@@ -115,10 +115,10 @@ static void hex_of(const char *v, size_t len, esm_buf_t *out)
     static const char hex[] = "0123456789abcdef";
     esm_buf_reserve(out, len * 2);
     for (size_t i = 0; i < len; i++) {
-        out->p[out->len++] = hex[(unsigned char)v[i] >> 4];
-        out->p[out->len++] = hex[(unsigned char)v[i] & 15];
+        out->data[out->len++] = hex[(unsigned char)v[i] >> 4];
+        out->data[out->len++] = hex[(unsigned char)v[i] & 15];
     }
-    out->p[out->len] = '\0';
+    out->data[out->len] = '\0';
 }
 
 json_t *esm_row_key(esm_table_t *t, MYSQL_ROW row, unsigned long *lens)
@@ -129,7 +129,7 @@ json_t *esm_row_key(esm_table_t *t, MYSQL_ROW row, unsigned long *lens)
         if (binary_kind(t->keys[i].kind)) {
             esm_buf_t b = {0};
             hex_of(row[f], lens[f], &b);
-            json_array_append_new(key, json_stringn(b.p ? b.p : "", b.len));
+            json_array_append_new(key, json_stringn(b.data ? b.data : "", b.len));
             esm_buf_free(&b);
         } else {
             json_array_append_new(key, json_stringn(row[f], lens[f]));
@@ -144,7 +144,7 @@ void esm_key_id(esm_table_t *t, json_t *key, esm_buf_t *out)
 {
     out->len = 0;
     esm_buf_reserve(out, 64);
-    out->p[0] = '\0';
+    out->data[0] = '\0';
     for (int i = 0; i < t->nkeys; i++) {
         json_t *v = json_array_get(key, (size_t)i);
         const char *s = json_string_value(v);
@@ -187,10 +187,10 @@ void esm_key_literal(esm_job_t *job, esm_table_t *t, int i, const char *v, esm_b
     } else {
         size_t n = strlen(v);
         esm_buf_reserve(out, n * 2 + 3);
-        out->p[out->len++] = '\'';
-        out->len += mysql_real_escape_string(job->db, out->p + out->len, v, (unsigned long)n);
-        out->p[out->len++] = '\'';
-        out->p[out->len] = '\0';
+        out->data[out->len++] = '\'';
+        out->len += mysql_real_escape_string(job->db, out->data + out->len, v, (unsigned long)n);
+        out->data[out->len++] = '\'';
+        out->data[out->len] = '\0';
     }
 }
 
@@ -228,7 +228,7 @@ void esm_dead_letter(esm_job_t *job, const char *phase, esm_table_t *t, const ch
     esm_buf_t line = {0};
     if (esm_dead_letter_line(&line, phase, t ? t->fullname : NULL, t ? t->index : index, id,
                              reason, status, error_type, body, body_len) == 0)
-        fwrite(line.p, 1, line.len, job->dead);
+        fwrite(line.data, 1, line.len, job->dead);
     else
         esm_log("%s %s: out of memory writing its dead-letter line", t ? t->fullname : "-",
                 id ? id : "-");
@@ -616,10 +616,10 @@ void esm_quote_string(esm_job_t *job, esm_buf_t *b, const char *s)
 {
     size_t n = strlen(s);
     esm_buf_reserve(b, n * 2 + 3);
-    b->p[b->len++] = '\'';
-    b->len += mysql_real_escape_string(job->db, b->p + b->len, s, (unsigned long)n);
-    b->p[b->len++] = '\'';
-    b->p[b->len] = '\0';
+    b->data[b->len++] = '\'';
+    b->len += mysql_real_escape_string(job->db, b->data + b->len, s, (unsigned long)n);
+    b->data[b->len++] = '\'';
+    b->data[b->len] = '\0';
 }
 
 MYSQL_RES *esm_query_res(esm_job_t *job, const char *sql)

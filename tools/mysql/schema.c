@@ -3,7 +3,7 @@
  * from information_schema, the checks made at start (binlog_format, the
  * table's layout), and a row mapped to its document.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "job.h"
 
 #include <ctype.h>
@@ -155,7 +155,7 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
     quote_ident(&b, tc->db);
     esm_buf_addc(&b, '.');
     quote_ident(&b, tc->table);
-    t->qname = b.p;
+    t->qname = b.data;
     if (asprintf(&t->fullname, "%s.%s", tc->db, tc->table) < 0)
         goto out;
 
@@ -166,8 +166,8 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
 
     /* engine and size estimate */
     esm_buf_adds(&q, "SELECT ENGINE, TABLE_ROWS FROM information_schema.TABLES");
-    esm_buf_adds(&q, where.p);
-    if (!(res = esm_query_res(job, q.p)))
+    esm_buf_adds(&q, where.data);
+    if (!(res = esm_query_res(job, q.data)))
         goto out;
     row = mysql_fetch_row(res);
     if (!row) {
@@ -192,7 +192,7 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
     esm_quote_string(job, &q, tc->db);
     esm_buf_adds(&q, " AND TABLE_NAME=");
     esm_quote_string(job, &q, tc->table);
-    if (!(res = esm_query_res(job, q.p)))
+    if (!(res = esm_query_res(job, q.data)))
         goto out;
     esm_buf_t checks = {0};
     esm_buf_adds(&checks, "\n");
@@ -207,9 +207,9 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
     q.len = 0;
     esm_buf_adds(&q, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, ORDINAL_POSITION, IS_NULLABLE, "
                      "CHARACTER_SET_NAME FROM information_schema.COLUMNS");
-    esm_buf_adds(&q, where.p);
+    esm_buf_adds(&q, where.data);
     esm_buf_adds(&q, " ORDER BY ORDINAL_POSITION");
-    if (!(res = esm_query_res(job, q.p))) {
+    if (!(res = esm_query_res(job, q.data))) {
         esm_buf_free(&checks);
         goto out;
     }
@@ -231,10 +231,10 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
      * in its order), else the primary key */
     q.len = 0;
     esm_buf_adds(&q, "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS");
-    esm_buf_adds(&q, where.p);
+    esm_buf_adds(&q, where.data);
     esm_buf_adds(&q, " AND NON_UNIQUE=0 ORDER BY INDEX_NAME='PRIMARY' DESC, INDEX_NAME, "
                      "SEQ_IN_INDEX");
-    if (!(res = esm_query_res(job, q.p))) {
+    if (!(res = esm_query_res(job, q.data))) {
         esm_buf_free(&checks);
         goto out;
     }
@@ -313,7 +313,7 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         t->cols[i].name = strdup(c->name);
         t->cols[i].sqltype = strdup(c->column_type);
         t->cols[i].field = strdup(tc->ncolumns ? tc->columns[i].field : c->name);
-        t->cols[i].kind = kind_of(c->data_type, c->column_type, strstr(checks.p, pat) != NULL);
+        t->cols[i].kind = kind_of(c->data_type, c->column_type, strstr(checks.data, pat) != NULL);
         t->cols[i].ordinal = c->ordinal;
         t->cols[i].is_signed = c->is_signed;
     }
@@ -373,7 +373,7 @@ int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t)
         esm_buf_addc(&sl, ',');
         quote_ident(&sl, c->name);
     }
-    t->select_list = sl.p;
+    t->select_list = sl.data;
     if ((t->layout = calloc((size_t)nci + 1, 1)) == NULL) {
         esm_log("%s: out of memory", t->fullname);
         goto out;

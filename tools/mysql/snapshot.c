@@ -2,7 +2,7 @@
  * esbulk-mysql: the snapshot: each table read in keyset pages inside one
  * consistent transaction, the binlog position that goes with it.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "job.h"
 
 #include <ctype.h>
@@ -76,7 +76,7 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
         char lim[32];
         snprintf(lim, sizeof(lim), " LIMIT %d", job->page_rows);
         esm_buf_adds(&q, lim);
-        if (esm_query(job, job->db, q.p)) {
+        if (esm_query(job, job->db, q.data)) {
             if (esm_interrupted)
                 rc = 0;
             break;
@@ -110,12 +110,12 @@ static int snapshot_table(esm_job_t *job, esm_table_t *t, int64_t version)
             esm_key_id(t, key, &id);
             char why[300];
             if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-                if (esm_row_unmappable(job, u, t, "snapshot", id.p, why, NULL, 0))
+                if (esm_row_unmappable(job, u, t, "snapshot", id.data, why, NULL, 0))
                     break;
                 continue;
             }
             int f = t->ncols + t->nkeys; /* --poll-column's value */
-            esm_add_doc(job, u, t, id.p, id.len, body.p, body.len,
+            esm_add_doc(job, u, t, id.data, id.len, body.data, body.len,
                         job->poll_column ? esm_poll_version(row[f], row[f] ? lens[f] : 0)
                                          : version);
             if ((n & 255) == 0)
@@ -193,7 +193,7 @@ static int snapshot_position(esm_job_t *job, char **file, uint64_t *pos, char **
     char p[32];
     snprintf(p, sizeof(p), ",%" PRIu64 ")", *pos);
     esm_buf_adds(&q, p);
-    res = esm_query_res(job, q.p);
+    res = esm_query_res(job, q.data);
     esm_buf_free(&q);
     if (res) {
         row = mysql_fetch_row(res);
