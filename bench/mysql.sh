@@ -11,7 +11,7 @@
 set -eu
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
-esm="$top_builddir/mysql/esbulk-mysql"
+esm="$top_builddir/tools/mysql/esbulk-mysql"
 url=${ESBULK_MYSQL_TEST_URL:-http://127.0.0.1:19200}
 mariadb="$top_srcdir/tests/mariadb/mariadb.sh"
 rows=${ROWS:-200000}

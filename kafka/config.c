@@ -3,7 +3,7 @@
  * the command line (getopt), the configuration file and --set alike, then
  * kafka.* keys for librdkafka and every other key for libesbulk.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "ekf.h"
 
 #include <ctype.h>

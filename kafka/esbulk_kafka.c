@@ -16,11 +16,11 @@
  * A document whose result cannot be known (possibly indexed) or whose
  * cluster was unavailable is sent again: its _id makes that safe.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "ekf.h"
 #include "../tools/common/envcreds.h"
 #include "../tools/common/logonce.h"
-#include "esm.h" /* esm_result_class: what a result means (mysql/rules.c) */
+#include "esm.h" /* esm_result_class: what a result means (tools/mysql/rules.c) */
 
 #include <errno.h>
 #include <getopt.h>

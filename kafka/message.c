@@ -3,7 +3,7 @@
  * template, the _id, a field's text, the bulk format's action line, and the
  * dead letter's headers.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "ekf.h"
 
 #include <ctype.h>

@@ -2,22 +2,11 @@
  * are a bit stack, the keys of the open objects one array (a marker entry
  * where each object starts), checked for duplicates when the object closes. */
 #include "json.h"
+#include "text.h" /* esbulk__plain8, esbulk__utf8_seq */
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-
-/* Eight bytes of a string that need no look: ASCII, none below 0x20, no
- * '"' or '\\' (a byte b is zero exactly when (b - 1) & ~b has its high bit). */
-static int plain8(uint64_t v)
-{
-    uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
-
-    return !((v | ((v - ONES * 0x20) & ~v) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS);
-}
 
 /* A key of an open object: its text between the quotes. A marker (off ==
  * SIZE_MAX) starts each object and holds the previous object's base. */
@@ -114,36 +103,6 @@ static size_t escape(jcheck_t *c, size_t i, uint32_t *cp)
     return 12;
 }
 
-/* The valid UTF-8 sequence at s[i] (a byte from 0x80): its length, or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t i, size_t n)
-{
-    unsigned char b0 = s[i], b1;
-    size_t len;
-
-    if (b0 >= 0xC2 && b0 <= 0xDF)
-        len = 2;
-    else if (b0 >= 0xE0 && b0 <= 0xEF)
-        len = 3;
-    else if (b0 >= 0xF0 && b0 <= 0xF4)
-        len = 4;
-    else
-        return 0; /* a continuation byte, an overlong lead (C0, C1), or past U+10FFFF */
-    if (n - i < len)
-        return 0;
-    b1 = s[i + 1];
-    if ((b1 & 0xC0) != 0x80)
-        return 0;
-    /* the second byte's range rules out overlongs, surrogates, > U+10FFFF */
-    if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 > 0x9F) || (b0 == 0xF0 && b1 < 0x90) ||
-        (b0 == 0xF4 && b1 > 0x8F))
-        return 0;
-    if (len > 2 && (s[i + 2] & 0xC0) != 0x80)
-        return 0;
-    if (len > 3 && (s[i + 3] & 0xC0) != 0x80)
-        return 0;
-    return len;
-}
-
 /* The string at s[i] ('"'): the index after its closing quote, or 0.
  * *escaped: it holds an escape. */
 static size_t string(jcheck_t *c, size_t i, int *escaped)
@@ -158,7 +117,7 @@ static size_t string(jcheck_t *c, size_t i, int *escaped)
 
         while (n - i >= 8) {
             memcpy(&v, s + i, 8);
-            if (!plain8(v))
+            if (!esbulk__plain8(v))
                 break;
             i += 8;
         }
@@ -180,7 +139,7 @@ static size_t string(jcheck_t *c, size_t i, int *escaped)
         } else if (ch < 0x80) {
             i++;
         } else {
-            size_t k = utf8_seq(s, i, n);
+            size_t k = esbulk__utf8_seq(s + i, n - i);
 
             if (k == 0)
                 return fail0(c, i, "invalid UTF-8");

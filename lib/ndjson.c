@@ -6,42 +6,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-static const char hexdigits[] = "0123456789abcdef";
-
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-
-/* A byte of v below 0x20, '"' or '\\' (eight at a time: a byte b is zero
- * exactly when (b - 1) & ~b has its high bit; no false negatives, and the
- * bytewise loop below finds which). */
-static int needs_escape8(uint64_t v)
-{
-    uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
-
-    return (((v - ONES * 0x20) & ~v) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS ? 1 : 0;
-}
-
-/* The first byte of s that JSON must escape, or len. */
-static size_t plain_prefix(const char *s, size_t len)
-{
-    size_t i = 0;
-
-    for (; i + 8 <= len; i += 8) {
-        uint64_t v;
-
-        memcpy(&v, s + i, 8);
-        if (needs_escape8(v))
-            break;
-    }
-    for (; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c < 0x20 || c == '"' || c == '\\')
-            break;
-    }
-    return i;
-}
-
 /* plain[c]: byte c is plain ASCII (esbulk__plain_ascii) */
 static const unsigned char plain[256] = {
 #define P8 1, 1, 1, 1, 1, 1, 1, 1
@@ -53,11 +17,6 @@ static const unsigned char plain[256] = {
     P8, P8, P8, P8,
 #undef P8
 };
-
-static int plain8(uint64_t v)
-{
-    return !(v & HIGHS) && !needs_escape8(v);
-}
 
 int esbulk__plain_ascii(const char *s, size_t len)
 {
@@ -72,13 +31,13 @@ int esbulk__plain_ascii(const char *s, size_t len)
     }
     for (i = 0; i + 8 <= len; i += 8) {
         memcpy(&v, s + i, 8);
-        if (!plain8(v))
+        if (!esbulk__plain8(v))
             return 0;
     }
     if (i == len)
         return 1;
     memcpy(&v, s + len - 8, 8); /* the tail, in the last eight bytes */
-    return plain8(v);
+    return esbulk__plain8(v);
 }
 
 #define HEAD(op) {"{\"" op "\":{\"_index\":\"", sizeof("{\"" op "\":{\"_index\":\"") - 1}
@@ -120,60 +79,6 @@ size_t esbulk__action_line_plain(char *out, esbulk_op_t op, const char *index, s
     }
     memcpy(p, "}}\n", 3);
     return (size_t)(p + 3 - out);
-}
-
-esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len)
-{
-    size_t i = plain_prefix(s, len), start = 0;
-    esbulk_err_t err;
-
-    if (i == len) {
-        /* the usual case: nothing to escape, one copy */
-        if ((err = esbulk__buf_reserve(buf, len + 2)) != ESBULK_OK)
-            return err;
-        buf->data[buf->len] = '"';
-        if (len > 0)
-            memcpy(buf->data + buf->len + 1, s, len);
-        buf->data[buf->len + 1 + len] = '"';
-        buf->len += len + 2;
-        buf->data[buf->len] = '\0';
-        return ESBULK_OK;
-    }
-    if ((err = esbulk__buf_addc(buf, '"')) != ESBULK_OK)
-        return err;
-    for (; i < len; i++) { /* from the first byte to escape: the prefix is plain */
-        unsigned char c = (unsigned char)s[i];
-        char esc[7];
-        size_t n = 2;
-
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        if (i > start && (err = esbulk__buf_add(buf, s + start, i - start)) != ESBULK_OK)
-            return err;
-        esc[0] = '\\';
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hexdigits[c >> 4];
-            esc[5] = hexdigits[c & 15];
-            n = 6;
-        }
-        if ((err = esbulk__buf_add(buf, esc, n)) != ESBULK_OK)
-            return err;
-        start = i + 1;
-    }
-    if (len > start && (err = esbulk__buf_add(buf, s + start, len - start)) != ESBULK_OK)
-        return err;
-    return esbulk__buf_addc(buf, '"');
 }
 
 esbulk_err_t esbulk__docopts_check(const esbulk_docopts_t *o, esbulk_op_t op, int has_id,

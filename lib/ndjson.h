@@ -4,10 +4,7 @@
 #define ESBULK_NDJSON_H
 
 #include "buf.h"
-
-/* Appends s[0..len) as a JSON string (with quotes) to buf. s must be valid
- * UTF-8 (checked by the caller). */
-esbulk_err_t esbulk__json_string(esbulk__buf_t *buf, const char *s, size_t len);
+#include "text.h" /* esbulk__json_string */
 
 /* Per-document action options (esbulk_docopts_t). */
 struct esbulk_docopts_s {

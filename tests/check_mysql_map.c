@@ -1,12 +1,12 @@
-/* esbulk-mysql's type mapping (mysql/rowjson.c), pure code: each kind of
+/* esbulk-mysql's type mapping (tools/mysql/rowjson.c), pure code: each kind of
  * column value as the text protocol gives it, to its JSON; zero dates,
  * SET, BIT, base64, JSON strings with escapes, and invalid UTF-8 reported
- * as a reason. And its rules (mysql/rules.c): what a result means for a
+ * as a reason. And its rules (tools/mysql/rules.c): what a result means for a
  * row, and which binlog statements change a followed table's rows without
  * row events. The modules are compiled in here (they have no dependency),
  * so the sanitizer and valgrind runs take this test as they are. */
-#include "mysql/rowjson.c"
-#include "mysql/rules.c"
+#include "tools/mysql/rowjson.c"
+#include "tools/mysql/rules.c"
 
 #include <check.h>
 
@@ -22,7 +22,7 @@ static const char *map(esm_kind_t kind, const char *v, size_t len)
     if (rc)
         snprintf(out, sizeof(out), "ERR:%s", why);
     else
-        snprintf(out, sizeof(out), "%s", b.p ? b.p : "");
+        snprintf(out, sizeof(out), "%s", b.data ? b.data : "");
     esm_buf_free(&b);
     return out;
 }
@@ -75,7 +75,7 @@ static const char *dead_line(const char *table, const char *index, const char *i
     ck_assert_int_eq(esm_dead_letter_line(&b, "binlog", table, index, id, "why", status, type,
                                           body, body ? strlen(body) : 0), 0);
     ck_assert_uint_lt(b.len, sizeof(out));
-    memcpy(out, b.p, b.len + 1);
+    memcpy(out, b.data, b.len + 1);
     esm_buf_free(&b);
     return out;
 }
@@ -168,8 +168,8 @@ START_TEST(test_text_and_utf8)
     ck_assert_str_eq(MAP(ESM_K_TEXT, "\xe2\x82"), "ERR:invalid UTF-8");         /* truncated */
     ck_assert_str_eq(MAP(ESM_K_SET, "a,\xff"), "ERR:invalid UTF-8");
     ck_assert_str_eq(MAP(ESM_K_JSON, "\"\xff\""), "ERR:invalid UTF-8");
-    ck_assert_int_eq(esm_utf8_valid("\xf4\x8f\xbf\xbf", 4), 1);
-    ck_assert_int_eq(esm_utf8_valid("\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
+    ck_assert_int_eq(esbulk__utf8_valid("\xf4\x8f\xbf\xbf", 4), 1);
+    ck_assert_int_eq(esbulk__utf8_valid("\xf4\x90\x80\x80", 4), 0); /* above U+10FFFF */
 }
 END_TEST
 

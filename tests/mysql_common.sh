@@ -4,7 +4,7 @@
 # indices (named after the test) and removes them at the end.
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
-esm_bin="$top_builddir/mysql/esbulk-mysql"
+esm_bin="$top_builddir/tools/mysql/esbulk-mysql"
 url=${ESBULK_MYSQL_TEST_URL:-http://127.0.0.1:19200}
 mariadb="$top_srcdir/tests/mariadb/mariadb.sh"
 port=${ESBULK_MARIADB_PORT:-13306}

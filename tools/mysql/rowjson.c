@@ -10,143 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-int esm_buf_reserve(esm_buf_t *b, size_t more)
-{
-    if (b->len + more + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-int esm_buf_add(esm_buf_t *b, const void *data, size_t len)
-{
-    if (esm_buf_reserve(b, len))
-        return -1;
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-int esm_buf_adds(esm_buf_t *b, const char *s)
-{
-    return esm_buf_add(b, s, strlen(s));
-}
-
-int esm_buf_addc(esm_buf_t *b, char c)
-{
-    return esm_buf_add(b, &c, 1);
-}
-
-void esm_buf_free(esm_buf_t *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-}
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned min;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2;
-        min = 0x80;
-        c &= 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3;
-        min = 0x800;
-        c &= 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4;
-        min = 0x10000;
-        c &= 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-int esm_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq(p + i, len - i);
-        if (!n)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
 int esm_json_string(esm_buf_t *out, const char *s, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s;
-    if (esm_buf_reserve(out, len + 2))
+    if (!esbulk__utf8_valid(s, len))
         return -1;
-    out->p[out->len++] = '"';
-    size_t run = 0; /* start of the bytes not yet copied */
-    for (size_t i = 0; i < len;) {
-        unsigned c = p[i];
-        if (c >= 0x80) {
-            size_t n = utf8_seq(p + i, len - i);
-            if (!n)
-                return -1;
-            i += n;
-            continue;
-        }
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
-        if (esm_buf_add(out, s + run, i - run))
-            return -1;
-        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
-        size_t elen = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            elen = 6;
-        }
-        if (esm_buf_add(out, esc, elen))
-            return -1;
-        i++;
-        run = i;
-    }
-    if (esm_buf_add(out, s + run, len - run) || esm_buf_addc(out, '"'))
-        return -1;
-    return 0;
+    esm_buf_unbounded(out);
+    return esbulk__json_string(out, s, len) == ESBULK_OK ? 0 : -1;
 }
 
 static int base64(esm_buf_t *out, const unsigned char *s, size_t len)
@@ -154,7 +23,7 @@ static int base64(esm_buf_t *out, const unsigned char *s, size_t len)
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (esm_buf_reserve(out, (len + 2) / 3 * 4 + 2))
         return -1;
-    char *o = out->p + out->len;
+    char *o = out->data + out->len;
     *o++ = '"';
     size_t i = 0;
     for (; i + 2 < len; i += 3) {
@@ -172,8 +41,8 @@ static int base64(esm_buf_t *out, const unsigned char *s, size_t len)
         *o++ = '=';
     }
     *o++ = '"';
-    out->len = (size_t)(o - out->p);
-    out->p[out->len] = '\0';
+    out->len = (size_t)(o - out->data);
+    out->data[out->len] = '\0';
     return 0;
 }
 
@@ -303,7 +172,7 @@ int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
     case ESM_K_JSON:
         /* MariaDB keeps JSON as text checked by json_valid(); invalid
          * UTF-8 in it still breaks the document. */
-        if (!esm_utf8_valid(v, len)) {
+        if (!esbulk__utf8_valid(v, len)) {
             snprintf(why, why_size, "invalid UTF-8");
             return -1;
         }
@@ -323,18 +192,18 @@ static int dl_string(esm_buf_t *out, const char *s, size_t len)
 {
     if (!s)
         return esm_buf_add(out, "null", 4);
-    if (esm_utf8_valid(s, len))
+    if (esbulk__utf8_valid(s, len))
         return esm_json_string(out, s, len);
     esm_buf_t fixed = {0};
     const unsigned char *p = (const unsigned char *)s;
     int rc = 0;
     for (size_t i = 0; i < len && !rc;) {
-        size_t n = utf8_seq(p + i, len - i);
+        size_t n = esbulk__utf8_seq(p + i, len - i);
         rc = n ? esm_buf_add(&fixed, s + i, n) : esm_buf_add(&fixed, "\xef\xbf\xbd", 3);
         i += n ? n : 1;
     }
     if (!rc)
-        rc = esm_json_string(out, fixed.p ? fixed.p : "", fixed.len);
+        rc = esm_json_string(out, fixed.data ? fixed.data : "", fixed.len);
     esm_buf_free(&fixed);
     return rc;
 }
@@ -374,8 +243,8 @@ int esm_dead_letter_line(esm_buf_t *out, const char *phase, const char *table,
         size_t start = out->len;
         rc = esm_buf_add(out, body, body_len);
         for (size_t i = start; !rc && i < out->len; i++)
-            if (out->p[i] == '\n' || out->p[i] == '\r')
-                out->p[i] = ' ';
+            if (out->data[i] == '\n' || out->data[i] == '\r')
+                out->data[i] = ' ';
     } else {
         /* not one valid JSON object (why it was refused): its text */
         rc = dl_string(out, body, body_len);

@@ -26,8 +26,8 @@ static int http_t(esm_job_t *job, const char *method, const char *path, const ch
     int32_t st = 0;
 
     out->len = 0;
-    if (out->p)
-        out->p[0] = '\0';
+    if (out->data)
+        out->data[0] = '\0';
     esbulk_err_t err = esbulk_request(job->eb, method, path, body, body ? strlen(body) : 0,
                                       (int32_t)(timeout_s * 1000), &st, &answer, &len, errstr,
                                       sizeof(errstr));
@@ -59,7 +59,7 @@ static int put_settings(esm_job_t *job, const char *index, json_t *values)
     long status = 0;
     int rc = http(job, "PUT", path, body, &status, &out);
     if (rc == 0 && status != 200) {
-        esm_log("PUT %s: HTTP %ld: %.300s", path, status, out.p ? out.p : "");
+        esm_log("PUT %s: HTTP %ld: %.300s", path, status, out.data ? out.data : "");
         rc = -1;
     }
     free(body);
@@ -122,7 +122,7 @@ int esm_import_begin(esm_job_t *job)
                 return -1;
             }
         }
-        json_t *r = status == 200 ? json_loadb(out.p, out.len, 0, NULL) : NULL;
+        json_t *r = status == 200 ? json_loadb(out.data, out.len, 0, NULL) : NULL;
         esm_buf_free(&out);
         if (!r) {
             esm_log("GET %s: HTTP %ld", path, status);
@@ -265,9 +265,9 @@ int esm_create_indices(esm_job_t *job)
         int rc = http(job, "PUT", path, text, &status, &out);
         free(text);
         if (rc == 0 && status != 200 &&
-            !(status == 400 && out.p && strstr(out.p, "resource_already_exists_exception"))) {
+            !(status == 400 && out.data && strstr(out.data, "resource_already_exists_exception"))) {
             esm_log("cannot create index %s: HTTP %ld: %.300s", t->index, status,
-                    out.p ? out.p : "");
+                    out.data ? out.data : "");
             rc = -1;
         } else if (rc == 0 && status == 200 && !job->quiet) {
             esm_log("%s: created (%d fields mapped from %s)", t->index, t->ncols, t->fullname);
@@ -299,7 +299,7 @@ int esm_forcemerge(esm_job_t *job)
         char task_path[1100];
         snprintf(task_path, sizeof(task_path), "%s&wait_for_completion=false", path);
         int rc = http(job, "POST", task_path, NULL, &status, &out);
-        json_t *task = rc == 0 && status == 200 ? json_loadb(out.p, out.len, 0, NULL) : NULL;
+        json_t *task = rc == 0 && status == 200 ? json_loadb(out.data, out.len, 0, NULL) : NULL;
         const char *id = json_string_value(json_object_get(task, "task"));
         if (id) {
             char tp[512];
@@ -314,20 +314,20 @@ int esm_forcemerge(esm_job_t *job)
                 /* while it runs, the wait's timeout: 500 timeout_exception;
                  * 200 when done */
                 if ((rc = http(job, "GET", tp, NULL, &status, &out)) != 0 || status != 500 ||
-                    !out.p || !strstr(out.p, "timeout_exception"))
+                    !out.data || !strstr(out.data, "timeout_exception"))
                     break;
             }
-            json_t *t = rc == 0 && status == 200 ? json_loadb(out.p, out.len, 0, NULL) : NULL;
+            json_t *t = rc == 0 && status == 200 ? json_loadb(out.data, out.len, 0, NULL) : NULL;
             json_t *e = json_object_get(t, "error");
             if (t && !json_is_true(json_object_get(t, "completed")))
                 status = 500;
             else if (e)
-                status = 500, esm_log("%s: forcemerge: %.300s", index, out.p);
+                status = 500, esm_log("%s: forcemerge: %.300s", index, out.data);
             json_decref(t);
         }
         json_decref(task);
         if (rc == 0 && status != 200) {
-            esm_log("POST %s: HTTP %ld: %.300s", path, status, out.p ? out.p : "");
+            esm_log("POST %s: HTTP %ld: %.300s", path, status, out.data ? out.data : "");
             rc = -1;
         } else if (rc == 0 && !job->quiet) {
             esm_log("%s: merged down to %d segment%s per shard in %.1f s", index, job->forcemerge,

@@ -5,7 +5,11 @@
  *   binlog.c   following the binary log (MariaDB Connector/C replication API)
  *   poll.c     --poll-column: polling (column, key) instead of the binlog
  *   import.c   --import-mode, --create-index, --forcemerge (index requests)
- *   esbulk_mysql.c  options, the snapshot, results and checkpoints
+ *   esbulk_mysql.c  options, start and exit (main)
+ *   job.c      the job's services: documents, results, checkpoints, dead
+ *              letters, the state file (job.h)
+ *   schema.c   a table's columns and key, the checks at start
+ *   snapshot.c the snapshot's keyset pages
  */
 #ifndef ESM_H
 #define ESM_H
@@ -13,17 +17,44 @@
 #include <esbulk.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-/* A growable byte buffer. */
-typedef struct {
-    char *p;
-    size_t len, cap;
-} esm_buf_t;
-int esm_buf_reserve(esm_buf_t *b, size_t more);
-int esm_buf_add(esm_buf_t *b, const void *data, size_t len);
-int esm_buf_adds(esm_buf_t *b, const char *s);
-int esm_buf_addc(esm_buf_t *b, char c);
-void esm_buf_free(esm_buf_t *b);
+#include "text.h" /* the buffer, UTF-8, the JSON string escaper */
+
+/* A growable byte buffer: libesbulk's (buf.h, in the text toolkit
+ * lib/libesbulk_text.la), with no maximum. A zeroed one is empty; data is
+ * NUL-terminated once anything was added. The adds return 0, or -1 for
+ * want of memory. */
+typedef esbulk__buf_t esm_buf_t;
+/* An empty buffer (nothing allocated yet) takes any size. */
+static inline void esm_buf_unbounded(esm_buf_t *b)
+{
+    if (b->data == NULL)
+        b->max = SIZE_MAX;
+}
+static inline int esm_buf_reserve(esm_buf_t *b, size_t more)
+{
+    esm_buf_unbounded(b);
+    return esbulk__buf_reserve(b, more) == ESBULK_OK ? 0 : -1;
+}
+static inline int esm_buf_add(esm_buf_t *b, const void *data, size_t len)
+{
+    esm_buf_unbounded(b);
+    return esbulk__buf_add(b, data, len) == ESBULK_OK ? 0 : -1;
+}
+static inline int esm_buf_adds(esm_buf_t *b, const char *s)
+{
+    return esm_buf_add(b, s, strlen(s));
+}
+static inline int esm_buf_addc(esm_buf_t *b, char c)
+{
+    return esm_buf_add(b, &c, 1);
+}
+static inline void esm_buf_free(esm_buf_t *b)
+{
+    esbulk__buf_free(b);
+    b->max = 0;
+}
 
 /* How a column's values are mapped (from information_schema). */
 typedef enum {
@@ -41,10 +72,9 @@ typedef struct {
  * the reason in why (the row cannot be mapped). */
 int esm_value_json(esm_buf_t *out, esm_kind_t kind, const char *v, size_t len,
                    const esm_map_opts_t *opts, char *why, size_t why_size);
-/* Appends s as a JSON string; -1 when s is not valid UTF-8. */
+/* Appends s as a JSON string (esbulk__json_string); -1 when s is not
+ * valid UTF-8 (then nothing is appended), or for want of memory. */
 int esm_json_string(esm_buf_t *out, const char *s, size_t len);
-/* 1 when s[0..len) is valid UTF-8. */
-int esm_utf8_valid(const char *s, size_t len);
 /* Appends a dead-letter line (esbulk-mysql(1), --dead-letter) and its "\n":
  * every key always there; status null when <= 0 (the document was not
  * sent); table, index, id, error_type null when NULL; doc the body itself

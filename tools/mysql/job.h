@@ -1,12 +1,14 @@
 /*
- * esbulk-mysql: the job's shared state (esbulk_mysql.c: options, tables,
- * snapshot, results, state file; binlog.c: the binary-log follower).
+ * esbulk-mysql: the job's shared state and the services over it (job.c:
+ * documents, results, checkpoints, dead letters, the state file; schema.c:
+ * tables; snapshot.c: the snapshot), which esbulk_mysql.c (options, start,
+ * exit) and the followers (binlog.c, poll.c, import.c) call.
  */
 #ifndef ESM_JOB_H
 #define ESM_JOB_H
 
 #include "esm.h"
-#include "../tools/common/logonce.h"
+#include "../common/logonce.h"
 
 #include <esbulk.h>
 #include <jansson.h>
@@ -150,6 +152,21 @@ int64_t esm_now_ns(void);
 void esm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runs a statement; -1 with a message on error. */
 int esm_query(esm_job_t *job, MYSQL *db, const char *sql);
+/* Runs a statement on the job's connection and stores its result: NULL
+ * with a message on error. */
+MYSQL_RES *esm_query_res(esm_job_t *job, const char *sql);
+/* Appends s quoted as an SQL string literal (the job's connection's
+ * escaping). */
+void esm_quote_string(esm_job_t *job, esm_buf_t *b, const char *s);
+/* The engine's result callback (opaque is the job): a document's outcome
+ * counted, dead-lettered if refused, its unit's checkpoint advanced. */
+void esm_on_result(esbulk_t *eb, const esbulk_result_t *r, void *opaque);
+/* The engine's log callback (opaque is the job): warnings and errors on
+ * stderr, each at most once a minute. Called on the library's threads. */
+void esm_on_lib_log(int32_t level, const char *facility, const char *message, void *opaque);
+/* The progress line on stderr (unless --quiet): at most every 500 ms, and
+ * final: the last one, always. */
+void esm_show_progress(esm_job_t *job, int final);
 /* mysql_init() and the job's connection options (TLS), before
  * mysql_real_connect(): NULL if out of memory. */
 MYSQL *esm_mysql_new(esm_job_t *job);
@@ -194,6 +211,23 @@ void esm_quote_ident(esm_buf_t *b, const char *name);
 /* Appends (k1,...,kn) > (v1,...,vn) as k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND
  * (k2 > v2 OR ...))), the values taken from key[from...]. */
 void esm_key_greater(esm_job_t *job, esm_table_t *t, json_t *key, size_t from, esm_buf_t *q);
+
+/* schema.c: describes table t from its configuration (columns, kinds, key,
+ * select list, layout). 0, or an exit status with a message:
+ * ESM_EXIT_USAGE when the configuration does not fit the table,
+ * ESM_EXIT_FAILED else. What it made of t is freed by
+ * esm_table_free_described, also after a failure. */
+int esm_table_describe(esm_job_t *job, esm_table_conf_t *tc, esm_table_t *t);
+void esm_table_free_described(esm_table_t *t);
+/* schema.c: 0 when the server logs changes as rows (binlog_format=ROW);
+ * else -1, said. */
+int esm_binlog_format_row(esm_job_t *job);
+
+/* snapshot.c: reads every table whose snapshot is not complete, in keyset
+ * pages inside one consistent transaction, from its checkpoint; records
+ * the binlog position (or the poll start) of the first snapshot in the
+ * state. 0, or -1 with a message. */
+int esm_snapshot_run(esm_job_t *job);
 
 /* poll.c: --poll-column. Polls every table after its poll position until a signal (or, with
  * --catch-up, until a poll finds nothing more). Returns an exit status. */

@@ -22,9 +22,9 @@
  * has read up to the server's position.
  *
  * The position is saved only when every earlier batch's documents have
- * results (esbulk_mysql.c, advance()).
+ * results (job.c, advance()).
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "job.h"
 
 #include <inttypes.h>
@@ -235,7 +235,7 @@ static int key_text(const esm_col_t *kc, unsigned type, unsigned meta, const uns
     char tmp[32];
     out->len = 0;
     esm_buf_reserve(out, 1);
-    out->p[0] = '\0';
+    out->data[0] = '\0';
     if (kc->kind == ESM_K_INT) {
         int n;
         switch (type) {
@@ -307,7 +307,7 @@ static long decode_image(esm_table_t *t, const colmeta_t *cm, const unsigned cha
             if ((uint32_t)t->keys[j].ordinal == i) {
                 if (key_text(&t->keys[j], cm->types[i], cm->meta[i], d, dlen, &v))
                     goto bad;
-                parts[j] = json_stringn(v.p, v.len);
+                parts[j] = json_stringn(v.data, v.len);
                 found++;
             }
         off += (size_t)n;
@@ -369,7 +369,7 @@ static int flush_table(esm_job_t *job, esm_table_t *t, esm_unit_t *unit)
     int rc = -1;
     for (size_t i = 0; i < t->npend; i++) {
         esm_key_id(t, t->pend[i].key, &id);
-        pk[n].id = strdup(id.p);
+        pk[n].id = strdup(id.data);
         pk[n].key = t->pend[i].key;
         pk[n].version = t->pend[i].version;
         n++;
@@ -419,7 +419,7 @@ static int flush_table(esm_job_t *job, esm_table_t *t, esm_unit_t *unit)
         esm_buf_adds(&q, ") LOCK IN SHARE MODE");
         MYSQL_RES *res = NULL;
         for (int attempt = 0; attempt < 5; attempt++) {
-            if (mysql_real_query(job->db, q.p, q.len) == 0 &&
+            if (mysql_real_query(job->db, q.data, q.len) == 0 &&
                 (res = mysql_store_result(job->db)))
                 break;
             unsigned e = mysql_errno(job->db);
@@ -447,17 +447,17 @@ static int flush_table(esm_job_t *job, esm_table_t *t, esm_unit_t *unit)
             json_t *key = esm_row_key(t, row, lens);
             esm_key_id(t, key, &id);
             json_decref(key);
-            pk_t probe = {.id = id.p};
+            pk_t probe = {.id = id.data};
             pk_t *hit = bsearch(&probe, pk + start, end - start, sizeof(*pk), cmp_pk);
             if (!hit)
                 continue; /* collation equal but not byte-equal: the next event fixes it */
             hit->found = 1;
             char why[300];
             if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-                esm_row_unmappable(job, unit, t, "binlog", id.p, why, NULL, 0);
+                esm_row_unmappable(job, unit, t, "binlog", id.data, why, NULL, 0);
                 continue;
             }
-            esm_add_doc(job, unit, t, id.p, id.len, body.p, body.len, hit->version);
+            esm_add_doc(job, unit, t, id.data, id.len, body.data, body.len, hit->version);
         }
         mysql_free_result(res);
     }

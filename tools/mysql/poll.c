@@ -21,13 +21,13 @@
  * 1970 (version_type external_gte), the snapshot's too: a retry or a replay
  * of an older content never overwrites a newer one. A table's poll position
  * [COL value, key...] is saved in the state file only when every earlier
- * document has its result (esbulk_mysql.c, advance()).
+ * document has its result (job.c, advance()).
  *
  * Polling starts from the first snapshot's time less the lag (the state's
  * start.poll_from), so that the rows changed while the snapshot was read are
  * polled again.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1
 #include "job.h"
 
 #include <stdlib.h>
@@ -37,10 +37,10 @@ static void add_literal(esm_job_t *job, esm_buf_t *q, const char *s)
 {
     size_t n = strlen(s);
     esm_buf_reserve(q, n * 2 + 3);
-    q->p[q->len++] = '\'';
-    q->len += mysql_real_escape_string(job->db, q->p + q->len, s, (unsigned long)n);
-    q->p[q->len++] = '\'';
-    q->p[q->len] = '\0';
+    q->data[q->len++] = '\'';
+    q->len += mysql_real_escape_string(job->db, q->data + q->len, s, (unsigned long)n);
+    q->data[q->len++] = '\'';
+    q->data[q->len] = '\0';
 }
 
 /* One page of table t after its poll position. Returns the rows read, or
@@ -90,7 +90,7 @@ static int poll_page(esm_job_t *job, esm_table_t *t)
     char lim[32];
     snprintf(lim, sizeof(lim), " LIMIT %d", job->page_rows);
     esm_buf_adds(&q, lim);
-    if (esm_query(job, job->db, q.p))
+    if (esm_query(job, job->db, q.data))
         goto out;
     MYSQL_RES *res = mysql_use_result(job->db);
     if (!res) {
@@ -127,11 +127,11 @@ static int poll_page(esm_job_t *job, esm_table_t *t)
         json_decref(key);
         char why[300];
         if (esm_row_json(job, t, row, lens, &body, why, sizeof(why))) {
-            if (esm_row_unmappable(job, u, t, "poll", id.p, why, NULL, 0))
+            if (esm_row_unmappable(job, u, t, "poll", id.data, why, NULL, 0))
                 break;
             continue;
         }
-        esm_add_doc(job, u, t, id.p, id.len, body.p, body.len,
+        esm_add_doc(job, u, t, id.data, id.len, body.data, body.len,
                     esm_poll_version(row[f], row[f] ? lens[f] : 0));
         if ((n & 255) == 0)
             esbulk_poll(job->eb, 0);
