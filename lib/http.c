@@ -426,12 +426,23 @@ esbulk_err_t esbulk__http_sign(const esbulk__http_opts_t *opts, const char *meth
     return ESBULK_OK;
 }
 
+/* Where a response's body goes, and why it could not (the transfer ends
+ * with CURLE_WRITE_ERROR either way: past response.max.bytes, or out of
+ * memory, which must not be reported as the other). */
+typedef struct body_sink_s {
+    esbulk__buf_t *buf;
+    esbulk_err_t err;
+} body_sink_t;
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
-    esbulk__buf_t *buf = userdata;
+    body_sink_t *sink = userdata;
+    esbulk_err_t err = esbulk__buf_add(sink->buf, data, size * nmemb);
 
-    if (esbulk__buf_add(buf, data, size * nmemb) != ESBULK_OK)
+    if (err != ESBULK_OK) {
+        sink->err = err;
         return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+    }
     return size * nmemb;
 }
 
@@ -512,6 +523,7 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
     char curl_err[CURL_ERROR_SIZE] = "", *wire_url = NULL;
     unsigned char payload[ESBULK__SHA256_LEN];
     esbulk_err_t err = ESBULK_OK;
+    body_sink_t sink = {response, ESBULK_OK};
     CURLcode rc;
     CURL *easy;
 
@@ -545,7 +557,7 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : opts->request_timeout_ms);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, response);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, curl_err);
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
     if (thread_cancel != NULL) {
@@ -559,7 +571,10 @@ esbulk_err_t esbulk__http_request(const esbulk__http_opts_t *opts, const char *m
     } else {
         rc = curl_easy_perform(easy);
     }
-    if (rc == CURLE_WRITE_ERROR) {
+    if (rc == CURLE_WRITE_ERROR && sink.err == ESBULK_ERR_NOMEM) {
+        esbulk__errstr(errstr, errstr_size, "out of memory reading the response from %s", url);
+        err = ESBULK_ERR_NOMEM;
+    } else if (rc == CURLE_WRITE_ERROR) {
         esbulk__errstr(errstr, errstr_size, "response from %s larger than response.max.bytes (%zu)",
                        url, opts->response_max_bytes);
         err = ESBULK_ERR_TOO_LARGE;

@@ -38,6 +38,7 @@ typedef struct xfer_s {
     size_t body_len;            /* the request's bytes, as sent */
     size_t rd_doc, rd_off;      /* uncompressed: where curl reads next, in send's lines */
     int prereqs;        /* requests curl was about to send for it */
+    esbulk_err_t resp_err; /* why the answer's body could not be kept (TOO_LARGE, NOMEM) */
     esbulk__send_t *send;
     char errbuf[CURL_ERROR_SIZE];
     struct xfer_s *prev, *next;
@@ -126,9 +127,12 @@ static esbulk_err_t gzip_body(const esbulk__buf_t *in, esbulk__buf_t *out, int l
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
     xfer_t *x = userdata;
+    esbulk_err_t err = esbulk__buf_add(&x->resp, data, size * nmemb);
 
-    if (esbulk__buf_add(&x->resp, data, size * nmemb) != ESBULK_OK)
+    if (err != ESBULK_OK) {
+        x->resp_err = err; /* the transfer ends with CURLE_WRITE_ERROR */
         return 0;
+    }
     return size * nmemb;
 }
 
@@ -389,7 +393,7 @@ static void xfer_done(esbulk_t *eb, io_t *io, xfer_t *x, CURLcode rc, int64_t no
             snprintf(why, sizeof(why), "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
         a.message = why;
         if (rc == CURLE_WRITE_ERROR)
-            a.kind = x->resp.len >= x->resp.max ? ESBULK__ANS_TOO_LARGE : ESBULK__ANS_NOMEM;
+            a.kind = x->resp_err == ESBULK_ERR_NOMEM ? ESBULK__ANS_NOMEM : ESBULK__ANS_TOO_LARGE;
         else if (!sent && (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
                            rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ISSUER_ERROR))
             a.kind = ESBULK__ANS_TLS_VERIFY;
