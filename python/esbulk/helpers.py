@@ -55,6 +55,7 @@ from ._bulk import (_META, _META_ES, _UNDERSCORED, HELPERS_MAX_DOC_BYTES, IN_FLI
 from ._client import (_auth_from_header, _CLIENT_HEADERS, client_conf, _AUTH_KEYS, _aws_signer,
                       _refreshable_creds, _client_refreshable_creds, _aws_conf, _set_auth,
                       _pass_headers)  # noqa: F401 (the module's names)
+from ._indexer import Indexer  # noqa: F401 (a name of the module)
 from . import errors as _errors
 
 

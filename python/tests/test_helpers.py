@@ -8,7 +8,7 @@ from opensearchpy import OpenSearch
 from opensearchpy import helpers as peer
 
 import esbulk
-from esbulk import helpers
+from esbulk import _bulk, helpers
 from conftest import count, http
 
 N = 100000
@@ -718,7 +718,7 @@ def test_timeout_strings_with_their_units(url, make_index, monkeypatch):
         def __init__(self, *a, **kw):
             made.append(kw.get("request.timeout.ms"))
             super().__init__(*a, **kw)
-    monkeypatch.setattr(helpers, "Indexer", Spy)
+    monkeypatch.setattr(_bulk, "Indexer", Spy)  # where the helpers make theirs
     for t, ms in (("30s", 30000), ("1m", 60000), ("500ms", 500), ("2h", 3600000),
                   ("1.5s", 1500), ("10", 10000), (7, 7000)):
         assert helpers.bulk(url, [{"_index": index, "_id": "1", "n": 1}], timeout=t) == (1, [])
@@ -773,7 +773,7 @@ def test_client_conf_reads_the_clients_timeout(url, make_index, monkeypatch):
         def __init__(self, *a, **kw):
             made.append(str(kw.get("request.timeout.ms")))
             super().__init__(*a, **kw)
-    monkeypatch.setattr(helpers, "Indexer", Spy)
+    monkeypatch.setattr(_bulk, "Indexer", Spy)  # where the helpers make theirs
     acts = [{"_index": index, "_id": "1", "n": 1}]
     assert helpers.bulk(OpenSearch([url], timeout=120), acts) == (1, [])
     assert helpers.bulk(OpenSearch([url], timeout=120), acts, request_timeout=5) == (1, [])

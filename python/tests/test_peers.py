@@ -25,7 +25,7 @@ from unittest import mock
 import pytest
 
 import esbulk
-from esbulk import helpers
+from esbulk import _bulk, helpers
 
 OS_URL = os.environ.get("ESBULK_TEST_URL", "http://127.0.0.1:19200").rstrip("/")
 ES_URL = os.environ.get("ESBULK_TEST_ES_URL", "http://127.0.0.1:19210").rstrip("/")
@@ -155,12 +155,12 @@ def both(peer, case):
         index = peer.index("p" if h is peer.helpers else "e")
         # esbulk's run goes through libesbulk (an Indexer), not the peer's
         made = []
-        real = helpers.Indexer
+        real = _bulk.Indexer
 
         def indexer(*args, **kwargs):
             made.append(1)
             return real(*args, **kwargs)
-        with mock.patch.object(helpers, "Indexer", indexer):
+        with mock.patch.object(_bulk, "Indexer", indexer):  # where the helpers make theirs
             try:
                 got = case(h, index)
             except Exception as e:  # the outcome of the case: compared
