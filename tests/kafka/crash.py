@@ -57,18 +57,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kafkatest as kt  # noqa: E402
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS: %s" % name, flush=True)
-    else:
-        failed += 1
-        print("FAIL: %s%s" % (name, (" (%s)" % detail) if detail else ""), flush=True)
-    return ok
+tally = kt.Tally()
+check = tally.check
 
 
 class Run:
@@ -416,8 +406,8 @@ def main():
         raise
     finally:
         r.cleanup()
-        print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 and passed > 0 else 1
+        tally.summary()
+    return tally.status()
 
 
 if __name__ == "__main__":

@@ -20,18 +20,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kafkatest as kt  # noqa: E402
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS: %s" % name, flush=True)
-    else:
-        failed += 1
-        print("FAIL: %s%s" % (name, (" (%s)" % detail) if detail else ""), flush=True)
-    return ok
+tally = kt.Tally()
+check = tally.check
 
 
 def main():
@@ -108,8 +98,8 @@ def main():
         for g in groups:
             kt.delete_group(g)
         kt.http("DELETE", "%s/%s" % (a.url, index))
-        print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 and passed > 0 else 1
+        tally.summary()
+    return tally.status()
 
 
 if __name__ == "__main__":

@@ -435,3 +435,26 @@ def rss_kb(pid):
     except OSError:
         pass
     return 0
+
+
+class Tally:
+    """The PASS/FAIL lines of a test script and its "N passed, N failed"."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print("PASS: %s" % name, flush=True)
+        else:
+            self.failed += 1
+            print("FAIL: %s%s" % (name, (" (%s)" % detail) if detail else ""), flush=True)
+        return ok
+
+    def summary(self):
+        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
+
+    def status(self):
+        """0 only when every check passed and some ran."""
+        return 0 if self.failed == 0 and self.passed > 0 else 1
